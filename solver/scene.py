@@ -1,0 +1,142 @@
+"""Scene description: frozen dataclasses for materials, bodies, colliders,
+half-planes, pins and simulation parameters.  Units are SI throughout
+(metres, seconds, kilograms, pascals).
+
+These are plain data holders; :mod:`solver.validate` checks them and
+:mod:`solver.simulation` turns them into flat arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Material:
+    """Compressible Neo-Hookean material.
+
+    E: Young's modulus [Pa] (> 0); nu: Poisson ratio in (-1, 0.5);
+    density: [kg/m^2] in 2D (> 0); mu: Coulomb friction coefficient (>= 0).
+    mu_static: optional static coefficient (>= mu); None means equal to mu.
+    """
+    E: float = 1e5
+    nu: float = 0.4
+    density: float = 1000.0
+    mu: float = 0.4
+    mu_static: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Pin:
+    """Prescribed body vertices.
+
+    indices: (k,) vertex indices into the body.
+    times: (T,) increasing sample times, or None for fixed pins (stay at rest).
+    positions: (T, k, 2) sampled target positions (linear interpolation between
+    samples, clamped outside), or None for fixed pins.
+    """
+    indices: np.ndarray
+    times: Optional[np.ndarray] = None
+    positions: Optional[np.ndarray] = None
+
+
+@dataclass(frozen=True)
+class Body:
+    """A deformable 2D body: triangle mesh in its rest (= initial) configuration.
+
+    vertices: (n, 2) float; triangles: (m, 3) int, counter-clockwise or
+    consistently clockwise (clockwise meshes are re-oriented).
+    velocity: optional initial velocity, (2,) or (n, 2).
+    """
+    name: str
+    vertices: np.ndarray
+    triangles: np.ndarray
+    material: Material = field(default_factory=Material)
+    velocity: Optional[np.ndarray] = None
+    pins: Tuple[Pin, ...] = ()
+
+
+@dataclass(frozen=True)
+class Collider:
+    """A kinematic polyline whose vertex positions are prescribed over time.
+
+    vertices: (k, 2) positions at times[0]; edges: (l, 2) int.
+    times: (T,) increasing sample times; positions: (T, k, 2) sampled positions.
+    Between samples positions are interpolated linearly; outside, clamped.
+    Use :meth:`from_rigid` for a rigid motion given as 2x3 affine transforms.
+    mu: friction coefficient of the collider surface.
+    """
+    name: str
+    vertices: np.ndarray
+    edges: np.ndarray
+    times: np.ndarray
+    positions: np.ndarray
+    mu: float = 0.0
+
+    @staticmethod
+    def from_rigid(name, local_vertices, edges, times, transforms, mu=0.0):
+        """Collider from local vertices (k,2) and transforms (T,2,3): x = A @ X + t."""
+        local = np.asarray(local_vertices, float)
+        tf = np.asarray(transforms, float)
+        pos = np.einsum("tij,kj->tki", tf[:, :, :2], local) + tf[:, None, :, 2]
+        return Collider(name, pos[0].copy(), np.asarray(edges, int),
+                        np.asarray(times, float), pos, mu)
+
+    @staticmethod
+    def static(name, vertices, edges, mu=0.0):
+        """A collider that never moves."""
+        v = np.asarray(vertices, float)
+        return Collider(name, v, np.asarray(edges, int), np.array([0.0]), v[None].copy(), mu)
+
+
+@dataclass(frozen=True)
+class HalfPlane:
+    """The region {x : normal . (x - point) >= 0} is free; bodies stay in it."""
+    point: Tuple[float, float] = (0.0, 0.0)
+    normal: Tuple[float, float] = (0.0, 1.0)
+    mu: float = 0.4
+    name: str = "ground"
+
+
+@dataclass(frozen=True)
+class SimParams:
+    """Simulation parameters.
+
+    dt: time step h [s].
+    dhat: barrier activation distance d^ [m].
+    kappa: barrier stiffness; None = automatic (adaptive, from the scene).
+        In both formulations the barrier energy of a point-edge pair is
+        w * kappa * dhat * B(d^2/dhat^2) with B(s) = -(s-1)^2 ln s and w the
+        point's quadrature weight (half its incident boundary-edge lengths,
+        halved again for point-edge pairs because each pair is seen from both
+        sides), so kappa has units of pressure [Pa].
+    formulation: 'original' (sum over point-edge pairs) or 'convergent'
+        (duplicate point-point terms subtracted, seed 004).
+    eps_v: friction smoothing velocity [m/s].
+    newton_tol: convergence when ||dx||_inf / dt < newton_tol [m/s].
+    max_newton_iters: iteration cap per step (per penalty round).
+    gravity: (2,) [m/s^2].
+    strict: raise ConvergenceError when a step does not converge; otherwise
+        the step's stats record converged=False and a warning is emitted.
+    linear_solver: 'auto' (scipy if importable), 'scipy', 'numpy'.
+    """
+    dt: float = 0.01
+    dhat: float = 0.01
+    kappa: Optional[float] = 1e5
+    formulation: str = "original"
+    eps_v: float = 1e-3
+    newton_tol: float = 1e-2
+    max_newton_iters: int = 100
+    gravity: Tuple[float, float] = (0.0, -9.81)
+    strict: bool = True
+    linear_solver: str = "auto"
+
+
+@dataclass(frozen=True)
+class Scene:
+    bodies: Tuple[Body, ...]
+    colliders: Tuple[Collider, ...] = ()
+    half_planes: Tuple[HalfPlane, ...] = ()
+    params: SimParams = field(default_factory=SimParams)
