@@ -1,0 +1,636 @@
+"""JSON scene files: strict loader, writer and dict conversion.
+
+The format is documented field by field in ``docs/scene_format.md``.  Units are
+SI (metres, seconds, kilograms, pascals; 2D densities in kg/m^2).
+
+Every problem in a scene file raises :class:`~solver.errors.SolverInputError`
+whose message starts with the path of the offending field, e.g.
+``bodies[1].material.nu: expected a number in (-1, 0.5), got 0.7 (body "top")``.
+
+The loader checks structure (required / unknown fields, types, shapes,
+finiteness, index ranges, value ranges).  Geometric checks that need the whole
+scene (overlaps, penetration, orientation) are done by the simulation.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import fields as _dc_fields
+
+import numpy as np
+
+from .errors import SolverInputError
+from .scene import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
+
+FORMAT_NAME = "blender-ipc-scene"
+FORMAT_VERSION = 1
+FORMULATIONS = ("original", "convergent")
+LINEAR_SOLVERS = ("auto", "scipy", "numpy")
+MOTION_TYPES = ("static", "sampled", "rigid", "affine")
+
+__all__ = ["load_scene", "scene_to_dict", "save_scene", "dumps_scene",
+           "FORMAT_NAME", "FORMAT_VERSION"]
+
+
+# --------------------------------------------------------------------------
+# small validation helpers
+# --------------------------------------------------------------------------
+
+def _fail(path, message):
+    raise SolverInputError(f"{path}: {message}" if path else message)
+
+
+def _join(path, key):
+    return f"{path}.{key}" if path else key
+
+
+def _describe(value):
+    """Short human description of a JSON value for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {text!r}"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)} entries"
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    return repr(value)
+
+
+def _is_number(value):
+    return (isinstance(value, (int, float, np.integer, np.floating))
+            and not isinstance(value, (bool, np.bool_)))
+
+
+def _is_integer(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _object(value, path, required=(), optional=()):
+    """Check that value is an object with exactly the allowed keys."""
+    if not isinstance(value, dict):
+        _fail(path, f"expected an object, got {_describe(value)}")
+    for key in value:
+        if key not in required and key not in optional:
+            allowed = ", ".join(sorted((*required, *optional)))
+            _fail(path, f"unknown field {key!r} (allowed: {allowed})")
+    for key in required:
+        if key not in value:
+            _fail(path, f"missing required field {key!r}")
+    return value
+
+
+def _number(value, path, lo=None, hi=None, lo_open=False, hi_open=False):
+    """A finite number inside the given (optionally open) interval."""
+    if lo is not None and hi is not None:
+        want = f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    elif lo is not None:
+        want = f"a number {'>' if lo_open else '>='} {lo:g}"
+    elif hi is not None:
+        want = f"a number {'<' if hi_open else '<='} {hi:g}"
+    else:
+        want = "a finite number"
+    if not _is_number(value) or not math.isfinite(value):
+        _fail(path, f"expected {want}, got {_describe(value)}")
+    x = float(value)
+    too_low = lo is not None and (x <= lo if lo_open else x < lo)
+    too_high = hi is not None and (x >= hi if hi_open else x > hi)
+    if too_low or too_high:
+        _fail(path, f"expected {want}, got {value!r}")
+    return x
+
+
+def _integer(value, path, lo=None):
+    if not _is_integer(value):
+        _fail(path, f"expected an integer, got {_describe(value)}")
+    if lo is not None and value < lo:
+        _fail(path, f"expected an integer >= {lo}, got {value!r}")
+    return int(value)
+
+
+def _string(value, path, choices=None):
+    if not isinstance(value, str):
+        _fail(path, f"expected a string, got {_describe(value)}")
+    if choices is not None and value not in choices:
+        _fail(path, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+def _name(value, path):
+    if not isinstance(value, str) or not value.strip():
+        _fail(path, f"expected a non-empty string, got {_describe(value)}")
+    return value
+
+
+def _boolean(value, path):
+    if not isinstance(value, (bool, np.bool_)):
+        _fail(path, f"expected true or false, got {_describe(value)}")
+    return bool(value)
+
+
+def _array(value, path, shape, integer=False):
+    """Convert a nested list (or numpy array) to an array of the given shape.
+
+    shape holds one entry per dimension: an int (exact length) or None (any
+    length, but the same for all rows -- ragged lists are rejected).
+    """
+    if isinstance(value, np.ndarray):
+        return _array_from_numpy(value, path, shape, integer)
+    dims = [None if n is None else (n, None) for n in shape]
+    _check_nested(value, path, dims, 0, integer)
+    arr = np.array(value, dtype=np.int64 if integer else np.float64)
+    if arr.size == 0:
+        # np.array([]) loses the trailing dimensions; restore the known ones.
+        arr = arr.reshape(tuple(0 if d is None else d[0] for d in dims))
+    return arr
+
+
+def _check_nested(value, path, dims, depth, integer):
+    if depth == len(dims):
+        if integer:
+            if not _is_integer(value):
+                _fail(path, f"expected an integer, got {_describe(value)}")
+        elif not _is_number(value) or not math.isfinite(value):
+            _fail(path, f"expected a finite number, got {_describe(value)}")
+        return
+    if not isinstance(value, (list, tuple)):
+        _fail(path, f"expected a list, got {_describe(value)}")
+    want = dims[depth]
+    if want is None:
+        # First row of this depth fixes the length for all others.
+        dims[depth] = (len(value), path)
+    elif len(value) != want[0]:
+        like = f" like {want[1]}" if want[1] is not None else ""
+        ragged = " (ragged array)" if want[1] is not None else ""
+        _fail(path, f"expected a list of {want[0]} entries{like}, got {len(value)}{ragged}")
+    for i, item in enumerate(value):
+        _check_nested(item, f"{path}[{i}]", dims, depth + 1, integer)
+
+
+def _array_from_numpy(value, path, shape, integer):
+    kinds = "iu" if integer else "iuf"
+    if value.dtype.kind not in kinds:
+        _fail(path, f"expected an array of {'integers' if integer else 'numbers'}, "
+                    f"got dtype {value.dtype}")
+    if value.ndim != len(shape):
+        _fail(path, f"expected a {len(shape)}-dimensional array, got shape {value.shape}")
+    for axis, (want, got) in enumerate(zip(shape, value.shape)):
+        if want is not None and want != got:
+            _fail(path, f"expected length {want} along axis {axis}, got shape {value.shape}")
+    arr = value.astype(np.int64 if integer else np.float64, copy=True)
+    if not integer:
+        bad = np.argwhere(~np.isfinite(arr))
+        if len(bad):
+            where = "".join(f"[{i}]" for i in bad[0])
+            _fail(path + where, f"expected a finite number, got {arr[tuple(bad[0])]!r}")
+    return arr
+
+
+def _times(value, path):
+    t = _array(value, path, (None,))
+    if len(t) == 0:
+        _fail(path, "expected at least one sample time")
+    steps = np.diff(t)
+    if np.any(steps <= 0):
+        i = int(np.argmax(steps <= 0)) + 1
+        _fail(f"{path}[{i}]", f"times must be strictly increasing, got {t[i]!r} after {t[i-1]!r}")
+    return t
+
+
+def _indices_in_range(idx, n, path, what="vertex index"):
+    """All entries of an integer array in [0, n); names the first bad entry."""
+    bad = np.argwhere((idx < 0) | (idx >= n))
+    if len(bad):
+        where = "".join(f"[{i}]" for i in bad[0])
+        _fail(path + where, f"{what} {int(idx[tuple(bad[0])])} out of range [0, {n})")
+
+
+def _unique_names(names, path, kind):
+    seen = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            _fail(f"{path}[{i}].name", f"duplicate {kind} name {name!r} (also {path}[{seen[name]}])")
+        seen[name] = i
+
+
+# --------------------------------------------------------------------------
+# loader
+# --------------------------------------------------------------------------
+
+_TOP_REQUIRED = ("format", "version", "bodies")
+_TOP_OPTIONAL = ("colliders", "half_planes", "params", "description")
+
+
+def load_scene(path_or_dict) -> Scene:
+    """Load and validate a scene from a JSON file path or an already parsed dict.
+
+    Raises SolverInputError naming the offending field on any problem.
+    """
+    if isinstance(path_or_dict, dict):
+        return scene_from_dict(path_or_dict)
+    if not isinstance(path_or_dict, (str, os.PathLike)):
+        raise SolverInputError(
+            f"load_scene: expected a file path or a dict, got {type(path_or_dict).__name__}")
+    path = os.fspath(path_or_dict)
+    try:
+        with open(path, "r", encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise SolverInputError(f"{path}: cannot read scene file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise SolverInputError(f"{path}: not a UTF-8 text file ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise SolverInputError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return scene_from_dict(data)
+
+
+def scene_from_dict(data) -> Scene:
+    """Validate a parsed scene dict and build the :class:`Scene`."""
+    _object(data, "", _TOP_REQUIRED, _TOP_OPTIONAL)
+    fmt = data["format"]
+    if fmt != FORMAT_NAME:
+        _fail("format", f"expected {FORMAT_NAME!r}, got {_describe(fmt)}")
+    version = _integer(data["version"], "version")
+    if version != FORMAT_VERSION:
+        _fail("version", f"unsupported version {version} (this solver reads version {FORMAT_VERSION})")
+    if "description" in data:
+        _string(data["description"], "description")
+
+    bodies_raw = _list(data["bodies"], "bodies", min_len=1)
+    bodies = tuple(_parse_body(b, f"bodies[{i}]") for i, b in enumerate(bodies_raw))
+    _unique_names([b.name for b in bodies], "bodies", "body")
+
+    colliders_raw = _list(data.get("colliders", []), "colliders")
+    colliders = tuple(_parse_collider(c, f"colliders[{i}]") for i, c in enumerate(colliders_raw))
+    _unique_names([c.name for c in colliders], "colliders", "collider")
+
+    planes_raw = _list(data.get("half_planes", []), "half_planes")
+    planes = tuple(_parse_half_plane(h, f"half_planes[{i}]", i) for i, h in enumerate(planes_raw))
+
+    params = _parse_params(data.get("params", {}), "params")
+    return Scene(bodies=bodies, colliders=colliders, half_planes=planes, params=params)
+
+
+def _list(value, path, min_len=0):
+    if not isinstance(value, (list, tuple)):
+        _fail(path, f"expected a list, got {_describe(value)}")
+    if len(value) < min_len:
+        _fail(path, f"expected at least {min_len} entr{'y' if min_len == 1 else 'ies'}, got {len(value)}")
+    return value
+
+
+def _vec2(value, path):
+    return _array(value, path, (2,))
+
+
+# --- bodies ----------------------------------------------------------------
+
+def _parse_body(data, path):
+    _object(data, path, ("name", "vertices", "triangles"), ("material", "velocity", "pins"))
+    name = _name(data["name"], _join(path, "name"))
+    try:
+        return _parse_body_fields(data, path, name)
+    except SolverInputError as exc:
+        raise SolverInputError(f'{exc} (body "{name}")') from None
+
+
+def _parse_body_fields(data, path, name):
+    verts = _array(data["vertices"], _join(path, "vertices"), (None, 2))
+    if len(verts) < 3:
+        _fail(_join(path, "vertices"), f"expected at least 3 vertices, got {len(verts)}")
+    tris = _array(data["triangles"], _join(path, "triangles"), (None, 3), integer=True)
+    if len(tris) < 1:
+        _fail(_join(path, "triangles"), "expected at least 1 triangle, got 0")
+    _check_triangles(verts, tris, _join(path, "triangles"))
+    unused = np.setdiff1d(np.arange(len(verts)), tris.ravel())
+    if len(unused):
+        _fail(f"{_join(path, 'vertices')}[{int(unused[0])}]",
+              f"vertex is not used by any triangle ({len(unused)} unused vertices)")
+    material = _parse_material(data.get("material", {}), _join(path, "material"))
+    velocity = None
+    if data.get("velocity") is not None:
+        velocity = _parse_velocity(data["velocity"], _join(path, "velocity"), len(verts))
+    pins = _parse_pins(data.get("pins", []), _join(path, "pins"), len(verts))
+    return Body(name=name, vertices=verts, triangles=tris, material=material,
+                velocity=velocity, pins=pins)
+
+
+def _check_triangles(verts, tris, path):
+    _indices_in_range(tris, len(verts), path)
+    repeated = (tris[:, 0] == tris[:, 1]) | (tris[:, 1] == tris[:, 2]) | (tris[:, 0] == tris[:, 2])
+    if np.any(repeated):
+        i = int(np.argmax(repeated))
+        _fail(f"{path}[{i}]", f"triangle uses a vertex twice: {tris[i].tolist()}")
+    a, b, c = verts[tris[:, 0]], verts[tris[:, 1]], verts[tris[:, 2]]
+    e1, e2 = b - a, c - a
+    area2 = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
+    # Relative to the squared edge length so the check is scale-free.
+    scale = np.maximum((e1 * e1).sum(1), (e2 * e2).sum(1))
+    degenerate = np.abs(area2) <= 1e-12 * scale
+    if np.any(degenerate):
+        i = int(np.argmax(degenerate))
+        _fail(f"{path}[{i}]", f"degenerate triangle (zero area): {tris[i].tolist()}")
+
+
+_MATERIAL_KEYS = ("E", "nu", "density", "mu", "mu_static")
+
+
+def _parse_material(data, path):
+    _object(data, path, (), _MATERIAL_KEYS)
+    d = Material()
+    E = _number(data.get("E", d.E), _join(path, "E"), lo=0, lo_open=True)
+    nu = _number(data.get("nu", d.nu), _join(path, "nu"), lo=-1, hi=0.5, lo_open=True, hi_open=True)
+    rho = _number(data.get("density", d.density), _join(path, "density"), lo=0, lo_open=True)
+    mu = _number(data.get("mu", d.mu), _join(path, "mu"), lo=0)
+    mu_s = data.get("mu_static", d.mu_static)
+    if mu_s is not None:
+        mu_s = _number(mu_s, _join(path, "mu_static"), lo=mu)
+    return Material(E=E, nu=nu, density=rho, mu=mu, mu_static=mu_s)
+
+
+def _parse_velocity(value, path, n):
+    # (2,) uniform velocity, or (n, 2) per vertex; tell them apart by nesting.
+    first = value[0] if isinstance(value, (list, tuple)) and value else None
+    per_vertex = isinstance(value, np.ndarray) and value.ndim == 2 or isinstance(first, (list, tuple))
+    if per_vertex:
+        return _array(value, path, (n, 2))
+    return _vec2(value, path)
+
+
+def _parse_pins(value, path, n):
+    pins = tuple(_parse_pin(p, f"{path}[{i}]", n) for i, p in enumerate(_list(value, path)))
+    owner = {}
+    for i, pin in enumerate(pins):
+        for j, v in enumerate(pin.indices.tolist()):
+            if v in owner:
+                _fail(f"{path}[{i}].indices[{j}]", f"vertex {v} is already pinned by {path}[{owner[v]}]")
+            owner[v] = i
+    return pins
+
+
+def _parse_pin(data, path, n):
+    _object(data, path, ("indices",), ("times", "positions"))
+    idx = _array(data["indices"], _join(path, "indices"), (None,), integer=True)
+    if len(idx) == 0:
+        _fail(_join(path, "indices"), "expected at least one vertex index")
+    _indices_in_range(idx, n, _join(path, "indices"))
+    uniq, first = np.unique(idx, return_index=True)
+    if len(uniq) != len(idx):
+        dup = np.setdiff1d(np.arange(len(idx)), first)[0]
+        _fail(f"{_join(path, 'indices')}[{int(dup)}]", f"vertex {int(idx[dup])} listed twice")
+    has_t, has_p = data.get("times") is not None, data.get("positions") is not None
+    if has_t != has_p:
+        missing = "positions" if has_t else "times"
+        _fail(path, f"missing required field {missing!r} (a moving pin needs both times and positions)")
+    if not has_t:
+        return Pin(indices=idx)
+    times = _times(data["times"], _join(path, "times"))
+    pos = _array(data["positions"], _join(path, "positions"), (len(times), len(idx), 2))
+    return Pin(indices=idx, times=times, positions=pos)
+
+
+# --- colliders -------------------------------------------------------------
+
+def _parse_collider(data, path):
+    _object(data, path, ("name", "edges"), ("vertices", "mu", "motion"))
+    name = _name(data["name"], _join(path, "name"))
+    try:
+        return _parse_collider_fields(data, path, name)
+    except SolverInputError as exc:
+        raise SolverInputError(f'{exc} (collider "{name}")') from None
+
+
+def _parse_collider_fields(data, path, name):
+    mu = _number(data.get("mu", 0.0), _join(path, "mu"), lo=0)
+    motion = data.get("motion", {"type": "static"})
+    mpath = _join(path, "motion")
+    if not isinstance(motion, dict):
+        _fail(mpath, f"expected an object, got {_describe(motion)}")
+    if "type" not in motion:
+        _fail(mpath, "missing required field 'type'")
+    kind = _string(motion["type"], _join(mpath, "type"), MOTION_TYPES)
+
+    verts = None
+    if data.get("vertices") is not None:
+        verts = _array(data["vertices"], _join(path, "vertices"), (None, 2))
+        if len(verts) == 0:
+            _fail(_join(path, "vertices"), "expected at least 1 vertex")
+    elif kind != "sampled":
+        _fail(path, "missing required field 'vertices'")
+
+    if kind == "sampled":
+        _object(motion, mpath, ("type", "times", "positions"))
+        times = _times(motion["times"], _join(mpath, "times"))
+        k = None if verts is None else len(verts)
+        pos = _array(motion["positions"], _join(mpath, "positions"), (len(times), k, 2))
+        if pos.shape[1] == 0:
+            _fail(_join(mpath, "positions"), "expected at least 1 vertex")
+        if verts is not None and not np.allclose(verts, pos[0], rtol=0, atol=1e-9 * (1 + np.abs(pos[0]).max())):
+            _fail(_join(path, "vertices"),
+                  "must equal motion.positions[0] (the position at the first sample time); omit it to use that")
+        verts = pos[0].copy()
+    else:
+        times, pos = _collider_motion(motion, mpath, kind, verts)
+
+    edges = _array(data["edges"], _join(path, "edges"), (None, 2), integer=True)
+    _indices_in_range(edges, len(verts), _join(path, "edges"))
+    same = edges[:, 0] == edges[:, 1]
+    if np.any(same):
+        i = int(np.argmax(same))
+        _fail(f"{_join(path, 'edges')}[{i}]", f"edge connects vertex {int(edges[i, 0])} to itself")
+    return Collider(name=name, vertices=pos[0].copy(), edges=edges, times=times, positions=pos, mu=mu)
+
+
+def _collider_motion(motion, mpath, kind, local):
+    """(times, positions) for static / rigid / affine motion of local vertices."""
+    if kind == "static":
+        _object(motion, mpath, ("type",))
+        return np.array([0.0]), local[None].copy()
+    if kind == "affine":
+        _object(motion, mpath, ("type", "times", "matrices"))
+        times = _times(motion["times"], _join(mpath, "times"))
+        mats = _array(motion["matrices"], _join(mpath, "matrices"), (len(times), 2, 3))
+    else:
+        _object(motion, mpath, ("type", "times"), ("translations", "angles", "pivot"))
+        times = _times(motion["times"], _join(mpath, "times"))
+        T = len(times)
+        trans = (_array(motion["translations"], _join(mpath, "translations"), (T, 2))
+                 if "translations" in motion else np.zeros((T, 2)))
+        angles = (_array(motion["angles"], _join(mpath, "angles"), (T,))
+                  if "angles" in motion else np.zeros(T))
+        pivot = _vec2(motion["pivot"], _join(mpath, "pivot")) if "pivot" in motion else np.zeros(2)
+        mats = rigid_matrices(trans, angles, pivot)
+    pos = np.einsum("tij,kj->tki", mats[:, :, :2], local) + mats[:, None, :, 2]
+    return times, pos
+
+
+def rigid_matrices(translations, angles, pivot=(0.0, 0.0)):
+    """(T,2,3) affine matrices of x = R(angle) (X - pivot) + pivot + translation.
+
+    angles in radians, counter-clockwise.
+    """
+    trans = np.asarray(translations, float).reshape(-1, 2)
+    ang = np.asarray(angles, float).reshape(-1)
+    p = np.asarray(pivot, float)
+    c, s = np.cos(ang), np.sin(ang)
+    rot = np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)   # (T,2,2)
+    offset = p - rot @ p + trans
+    return np.concatenate([rot, offset[:, :, None]], axis=2)
+
+
+# --- half-planes and params ------------------------------------------------
+
+def _parse_half_plane(data, path, index):
+    _object(data, path, ("point", "normal"), ("mu", "name"))
+    name = _name(data.get("name", f"half_plane_{index}"), _join(path, "name"))
+    point = _vec2(data["point"], _join(path, "point"))
+    normal = _vec2(data["normal"], _join(path, "normal"))
+    length = float(np.hypot(*normal))
+    if length <= 1e-12:
+        _fail(_join(path, "normal"), f"expected a non-zero vector, got {normal.tolist()}")
+    mu = _number(data.get("mu", HalfPlane().mu), _join(path, "mu"), lo=0)
+    return HalfPlane(point=(float(point[0]), float(point[1])),
+                     normal=(float(normal[0] / length), float(normal[1] / length)), mu=mu, name=name)
+
+
+_PARAM_KEYS = tuple(f.name for f in _dc_fields(SimParams))
+
+
+def _parse_params(data, path):
+    _object(data, path, (), _PARAM_KEYS)
+    d = SimParams()
+    p = lambda key: _join(path, key)  # noqa: E731
+    dt = _number(data.get("dt", d.dt), p("dt"), lo=0, lo_open=True)
+    dhat = _number(data.get("dhat", d.dhat), p("dhat"), lo=0, lo_open=True)
+    kappa = data.get("kappa", d.kappa)
+    if kappa is None or kappa == "auto":
+        kappa = None
+    else:
+        if isinstance(kappa, str):
+            _fail(p("kappa"), f"expected a number > 0, null or 'auto', got {_describe(kappa)}")
+        kappa = _number(kappa, p("kappa"), lo=0, lo_open=True)
+    formulation = _string(data.get("formulation", d.formulation), p("formulation"), FORMULATIONS)
+    eps_v = _number(data.get("eps_v", d.eps_v), p("eps_v"), lo=0, lo_open=True)
+    tol = _number(data.get("newton_tol", d.newton_tol), p("newton_tol"), lo=0, lo_open=True)
+    iters = _integer(data.get("max_newton_iters", d.max_newton_iters), p("max_newton_iters"), lo=1)
+    gravity = _vec2(data.get("gravity", list(d.gravity)), p("gravity"))
+    strict = _boolean(data.get("strict", d.strict), p("strict"))
+    linear = _string(data.get("linear_solver", d.linear_solver), p("linear_solver"), LINEAR_SOLVERS)
+    return SimParams(dt=dt, dhat=dhat, kappa=kappa, formulation=formulation, eps_v=eps_v,
+                     newton_tol=tol, max_newton_iters=iters,
+                     gravity=(float(gravity[0]), float(gravity[1])), strict=strict,
+                     linear_solver=linear)
+
+
+# --------------------------------------------------------------------------
+# writer
+# --------------------------------------------------------------------------
+
+def _floats(a):
+    return np.asarray(a, dtype=np.float64).tolist()
+
+
+def _ints(a):
+    return np.asarray(a, dtype=np.int64).tolist()
+
+
+def scene_to_dict(scene: Scene) -> dict:
+    """Plain-JSON dict of a scene (lists, floats, ints, strings, null).
+
+    Colliders are written with 'static' motion when they have one sample whose
+    positions equal their vertices, otherwise as 'sampled' motion (rigid and
+    affine motions are stored as the sampled positions they produce).
+    """
+    out = {"format": FORMAT_NAME, "version": FORMAT_VERSION,
+           "bodies": [_body_to_dict(b) for b in scene.bodies]}
+    out["colliders"] = [_collider_to_dict(c) for c in scene.colliders]
+    out["half_planes"] = [{"name": h.name, "point": _floats(h.point), "normal": _floats(h.normal),
+                           "mu": float(h.mu)} for h in scene.half_planes]
+    out["params"] = _params_to_dict(scene.params)
+    return out
+
+
+def _body_to_dict(body):
+    m = body.material
+    d = {"name": body.name, "vertices": _floats(body.vertices), "triangles": _ints(body.triangles),
+         "material": {"E": float(m.E), "nu": float(m.nu), "density": float(m.density),
+                      "mu": float(m.mu),
+                      "mu_static": None if m.mu_static is None else float(m.mu_static)}}
+    if body.velocity is not None:
+        d["velocity"] = _floats(body.velocity)
+    if body.pins:
+        d["pins"] = [_pin_to_dict(p) for p in body.pins]
+    return d
+
+
+def _pin_to_dict(pin):
+    d = {"indices": _ints(pin.indices)}
+    if pin.times is not None:
+        d["times"] = _floats(pin.times)
+        d["positions"] = _floats(pin.positions)
+    return d
+
+
+def _collider_to_dict(col):
+    pos = np.asarray(col.positions, float)
+    verts = np.asarray(col.vertices, float)
+    d = {"name": col.name, "mu": float(col.mu)}
+    if len(pos) == 1 and np.array_equal(pos[0], verts):
+        d["vertices"] = _floats(verts)
+        d["motion"] = {"type": "static"}
+    else:
+        d["motion"] = {"type": "sampled", "times": _floats(col.times), "positions": _floats(pos)}
+    d["edges"] = _ints(col.edges)
+    return d
+
+
+def _params_to_dict(p):
+    return {"dt": float(p.dt), "dhat": float(p.dhat),
+            "kappa": None if p.kappa is None else float(p.kappa),
+            "formulation": p.formulation, "eps_v": float(p.eps_v),
+            "newton_tol": float(p.newton_tol), "max_newton_iters": int(p.max_newton_iters),
+            "gravity": _floats(p.gravity), "strict": bool(p.strict),
+            "linear_solver": p.linear_solver}
+
+
+def dumps_scene(scene_or_dict) -> str:
+    """JSON text of a scene: objects indented, numeric arrays one row per line."""
+    data = scene_or_dict if isinstance(scene_or_dict, dict) else scene_to_dict(scene_or_dict)
+    return _dump(data, 0) + "\n"
+
+
+def _has_dict(value):
+    if isinstance(value, dict):
+        return True
+    return isinstance(value, list) and any(_has_dict(v) for v in value)
+
+
+def _dump(value, level):
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{inner}{json.dumps(k)}: {_dump(v, level + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, list) and value:
+        flat = json.dumps(value, allow_nan=False)
+        if not _has_dict(value) and (len(flat) <= 80 or not isinstance(value[0], list)):
+            return flat
+        rows = [inner + _dump(v, level + 1) if _has_dict(v) else inner + json.dumps(v, allow_nan=False)
+                for v in value]
+        return "[\n" + ",\n".join(rows) + "\n" + pad + "]"
+    return json.dumps(value, allow_nan=False)
+
+
+def save_scene(scene: Scene, path) -> None:
+    """Write a scene to a JSON file (see :func:`dumps_scene`)."""
+    text = dumps_scene(scene)
+    with open(os.fspath(path), "w", encoding="utf-8") as fh:
+        fh.write(text)
