@@ -1,0 +1,46 @@
+# blender-ipc: the two commands of the README, plus helpers.
+#
+#   make demo    set up .venv (bpy 5.0.1 wheel), build the add-on zip, bake the compressing-squares
+#                scene through the add-on, write out/compressing_squares.blend, out/filmstrip.png,
+#                out/summary.txt
+#   make test    set up .venv-np2 / .venv / Debian blender as needed and run every test leg
+#                (see scripts/run_tests.sh); `make test LEGS="solver-np2"` runs a subset
+#
+# Both are idempotent: a second run reuses the virtual environments.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+N_SEG ?= 8
+LEGS ?=
+
+.PHONY: help demo test setup setup-np2 setup-bpy setup-blender addon clean distclean
+
+help:
+	@sed -n '3,9p' Makefile | sed 's/^# \{0,1\}//'
+
+demo: setup-bpy addon
+	.venv/bin/python -u scripts/demo.py --n-seg $(N_SEG)
+
+test:
+	scripts/run_tests.sh $(LEGS)
+
+setup: setup-np2 setup-bpy setup-blender
+
+setup-np2:
+	scripts/setup_env.sh np2
+
+setup-bpy:
+	scripts/setup_env.sh bpy
+
+setup-blender:
+	scripts/setup_env.sh blender
+
+# The add-on zip (dist/blender_ipc-<version>.zip, solver embedded). build_addon.py uses only the stdlib.
+addon:
+	$(PYTHON) build_addon.py
+
+clean:
+	rm -rf out dist build .pytest_cache .hypothesis
+
+distclean: clean
+	rm -rf .venv .venv-np2

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Every test of the project, in "legs", with a summary at the end. `make test` runs this.
+#
+#   scripts/run_tests.sh              all legs (what CI runs)
+#   scripts/run_tests.sh LEG...       only these legs (for development; the summary says so)
+#
+# Legs:
+#   solver-np2      tests/solver with pytest, numpy 2.x            (.venv-np2)
+#   solver-np1      tests/solver with pytest, numpy 1.x            (.venv, the bpy venv)
+#   addon-bpy       tests/addon with pytest under the bpy 5.0.1 wheel (.venv)
+#   addon-debian    scripts/test_blender_debian.sh: Debian's `blender -b` (3.4) with the built zip
+#
+# A leg fails when its command fails or times out, when pytest collects no tests (exit code 5,
+# or zero tests in the JUnit report), and when any test was skipped (a skipped test is not a
+# passed test; set ALLOW_SKIPS=1 to only report skips). Environment: LEG_TIMEOUT (seconds per
+# leg, default 1500), PYTEST_ARGS (extra pytest arguments, e.g. "-x -k ccd").
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+ALL_LEGS=(solver-np2 solver-np1 addon-bpy addon-debian)
+LEG_TIMEOUT="${LEG_TIMEOUT:-1500}"
+ALLOW_SKIPS="${ALLOW_SKIPS:-0}"
+RESULTS=out/test-results
+DEBIAN_RUNNER=scripts/test_blender_debian.sh
+
+if [[ $# -gt 0 ]]; then LEGS=("$@"); else LEGS=("${ALL_LEGS[@]}"); fi
+for leg in "${LEGS[@]}"; do
+    [[ " ${ALL_LEGS[*]} " == *" $leg "* ]] || { echo "unknown leg '$leg' (legs: ${ALL_LEGS[*]})" >&2; exit 2; }
+done
+mkdir -p "$RESULTS"
+
+SUMMARY=()          # one line per step, printed at the end
+FAILED=0
+banner() { printf '\n======== %s ========\n' "$*"; }
+record() {          # record NAME STATUS SECONDS DETAIL
+    SUMMARY+=("$(printf '%-14s %-5s %6ss  %s' "$1" "$2" "$3" "$4")")
+    [[ "$2" == PASS ]] || FAILED=1
+}
+wants() { [[ " ${LEGS[*]} " == *" $1 "* ]]; }
+
+# Counts from a JUnit XML report: "tests failures errors skipped" (empty if unreadable).
+junit_counts() {
+    python3 - "$1" <<'EOF' 2>/dev/null
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+tot = [sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")]
+print(*tot)
+EOF
+}
+
+# run_step NAME JUNIT_OR_DASH CMD...  -- runs CMD with a timeout, tees its log, records the result.
+run_step() {
+    local name="$1" junit="$2"; shift 2
+    local log="$RESULTS/$name.log" t0=$SECONDS rc detail status
+    banner "$name: $*"
+    [[ "$junit" == - ]] || rm -f -- "$junit"
+    timeout --kill-after=30 "$LEG_TIMEOUT" "$@" </dev/null 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    local dt=$((SECONDS - t0))
+    status=PASS; detail="exit 0"
+    case "$rc" in
+        0) ;;
+        5) status=FAIL; detail="pytest collected no tests (exit 5)" ;;
+        124|137) status=FAIL; detail="timed out after ${LEG_TIMEOUT}s" ;;
+        *) status=FAIL; detail="exit $rc" ;;
+    esac
+    if [[ "$junit" != - ]]; then
+        local counts; counts="$(junit_counts "$junit")"
+        if [[ -z "$counts" ]]; then
+            status=FAIL; detail="$detail; no JUnit report"
+        else
+            local n f e s; read -r n f e s <<<"$counts"
+            detail="$((n - f - e - s)) passed, $f failed, $e errors, $s skipped; $detail"
+            if [[ "$n" == 0 ]]; then status=FAIL; detail="no tests collected; $detail"; fi
+            if [[ "$s" != 0 && "$ALLOW_SKIPS" != 1 ]]; then
+                status=FAIL; detail="$detail (skips count as failures; see -ra list above)"
+            fi
+        fi
+    fi
+    record "$name" "$status" "$dt" "$detail   [log: $log]"
+    return 0
+}
+
+# setup_step NAME ENV  -- scripts/setup_env.sh ENV; on failure the dependent legs are not run.
+declare -A READY=()
+setup_step() {
+    local t0=$SECONDS
+    banner "setup $2"
+    if scripts/setup_env.sh "$2"; then
+        READY[$2]=1; record "setup-$2" PASS $((SECONDS - t0)) ""
+    else
+        record "setup-$2" FAIL $((SECONDS - t0)) "environment could not be set up"
+    fi
+}
+not_run() { record "$1" FAIL 0 "not run: $2"; }
+
+pytest_leg() {      # pytest_leg NAME VENV TESTDIR
+    local junit="$RESULTS/$1.xml"
+    if [[ ! -d "$3" ]]; then not_run "$1" "$3 does not exist"; return; fi
+    # shellcheck disable=SC2086  # PYTEST_ARGS is a list of words on purpose
+    run_step "$1" "$junit" "$2/bin/python" -m pytest "$3" --junitxml="$junit" ${PYTEST_ARGS:-}
+}
+
+T_START=$SECONDS
+wants solver-np2 && setup_step np2 np2
+if wants solver-np1 || wants addon-bpy; then setup_step bpy bpy; fi
+wants addon-debian && setup_step blender blender
+
+if wants solver-np2; then
+    if [[ -n "${READY[np2]:-}" ]]; then pytest_leg solver-np2 .venv-np2 tests/solver
+    else not_run solver-np2 "setup-np2 failed"; fi
+fi
+if wants solver-np1; then
+    if [[ -n "${READY[bpy]:-}" ]]; then pytest_leg solver-np1 .venv tests/solver
+    else not_run solver-np1 "setup-bpy failed"; fi
+fi
+if wants addon-bpy || wants addon-debian; then
+    # Both add-on legs use the built zip in dist/ (the add-on tests may also build it themselves).
+    if [[ -f build_addon.py ]]; then
+        run_step build-addon - python3 build_addon.py
+    else
+        record build-addon FAIL 0 "build_addon.py does not exist yet"
+    fi
+fi
+if wants addon-bpy; then
+    if [[ -n "${READY[bpy]:-}" ]]; then pytest_leg addon-bpy .venv tests/addon
+    else not_run addon-bpy "setup-bpy failed"; fi
+fi
+if wants addon-debian; then
+    if [[ -z "${READY[blender]:-}" ]]; then
+        not_run addon-debian "setup-blender failed"
+    elif [[ ! -f "$DEBIAN_RUNNER" ]]; then
+        # Never a silent pass: the Debian leg is required, so its absence is a failure.
+        not_run addon-debian "$DEBIAN_RUNNER is missing (the Debian blender -b runner)"
+    else
+        run_step addon-debian - bash "$DEBIAN_RUNNER"
+    fi
+fi
+
+banner "summary ($((SECONDS - T_START)) s total)"
+printf '%s\n' "${SUMMARY[@]}"
+if [[ ${#LEGS[@]} -ne ${#ALL_LEGS[@]} ]]; then
+    echo "NOTE: only legs '${LEGS[*]}' were run; 'make test' without LEGS runs all of them."
+fi
+if [[ $FAILED -ne 0 ]]; then
+    echo "RESULT: FAILED"
+    exit 1
+fi
+echo "RESULT: all legs passed"
