@@ -1,10 +1,31 @@
-"""Time stepping driver (placeholder interface; implementation in progress)."""
+"""Time stepping: projected Newton on the incremental potential with a
+CCD-filtered backtracking line search, prescribed (kinematic) vertices
+snapped to their targets whenever that move is collision-free and otherwise
+driven by a penalty whose stiffness grows until they arrive.
+"""
 from __future__ import annotations
 
+import time as _time
+import warnings
 from dataclasses import dataclass
 from typing import Tuple
 
 import numpy as np
+
+from . import ccd
+from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
+from .distance import distance_sq, point_edge_case
+from .errors import ConvergenceError
+from .linalg import eliminate_fixed, solve
+from .model import build_model
+from .potential import IncrementalPotential, StepConstants
+from .validate import check_initial_geometry
+
+PENALTY_START = 1e3      # penalty stiffness relative to the vertex mass (IP units)
+PENALTY_GROWTH = 10.0
+PENALTY_ROUNDS = 4
+ARMIJO = 1e-4
+MIN_ALPHA = 1e-12
 
 
 @dataclass(frozen=True)
@@ -14,11 +35,11 @@ class StepStats:
     time: float               # simulated time after the step [s]
     newton_iters: int         # Newton iterations used (all penalty rounds)
     converged: bool
-    min_distance: float       # smallest unsigned contact distance at the end of the step [m] (inf if none within range)
-    active_contacts: int      # contact pairs closer than dhat at the end of the step
+    min_distance: float       # smallest contact distance at the end of the step [m] (inf if nothing near)
+    active_contacts: int      # contacts closer than dhat at the end of the step
     min_alpha: float          # smallest accepted line-search step in this step
     wall_time: float          # seconds
-    collider_lag: float       # max distance of a kinematic vertex (collider / pin) from its target [m]
+    collider_lag: float       # max distance of a prescribed vertex from its target [m]
     kappa: float              # barrier stiffness used
     message: str = ""
 
@@ -36,6 +57,12 @@ class Trajectory:
     stats: Tuple[StepStats, ...]
 
 
+def auto_kappa(scene):
+    """Barrier stiffness [Pa] when the user leaves it to us: a tenth of the
+    softest Young's modulus (seed 004: the barrier is a thin elastic layer)."""
+    return 0.1 * min(b.material.E for b in scene.bodies)
+
+
 class Simulation:
     """Incremental simulation of a :class:`~solver.scene.Scene`.
 
@@ -44,10 +71,238 @@ class Simulation:
     ``body_positions(i)`` / ``collider_positions(j)`` give current (n,2) arrays,
     ``time`` and ``step_index`` tell where we are.
     """
+
     def __init__(self, scene):
-        raise NotImplementedError
+        self.scene = scene
+        self.params = p = scene.params
+        self.model = m = build_model(scene)
+        self.x = m.rest.copy()
+        self.v = m.velocity.copy()
+        check_initial_geometry(m, self.x, p.dhat)
+        self.time = 0.0
+        self.step_index = 0
+        self.kappa_auto = p.kappa is None
+        self.kappa = auto_kappa(scene) if self.kappa_auto else float(p.kappa)
+        self.kappa_min = self.kappa
+        body = ~m.is_collider
+        self.mean_mass = float(m.mass[body].mean())
+        self.kin_vertices = (np.concatenate([g.vertices for g in m.kin_groups])
+                             if m.kin_groups else np.zeros(0, np.intp))
+        self.gravity = np.asarray(p.gravity, float)
+
+    # ------------------------------------------------------------ accessors
+    def body_positions(self, i):
+        return self.x[self.model.body_slices[i]].copy()
+
+    def collider_positions(self, j):
+        return self.x[self.model.collider_slices[j]].copy()
+
+    @property
+    def positions(self):
+        """All vertices (N,2): bodies first, then colliders."""
+        return self.x.copy()
+
+    # ------------------------------------------------------------ stepping
+    def _targets(self, t):
+        target = self.x.copy()
+        for g in self.model.kin_groups:
+            target[g.vertices] = g.target(t)
+        return target
+
+    def _snap(self, x, target, pending):
+        """Move pending prescribed groups straight to their targets when that
+        motion (everything else frozen) is collision-free.  Groups whose
+        motion is blocked stay pending.  Returns (x, still pending)."""
+        groups = self.model.kin_groups
+        movers = list(pending)
+        while movers:
+            dx = np.zeros_like(x)
+            for gi in movers:
+                v = groups[gi].vertices
+                dx[v] = target[v] - x[v]
+            blocked = self._blocked_vertices(x, dx)
+            stuck = [gi for gi in movers if blocked[groups[gi].vertices].any()]
+            if not stuck:
+                return x + dx, [gi for gi in pending if gi not in movers]
+            movers = [gi for gi in movers if gi not in stuck]
+        return x, list(pending)
+
+    def _blocked_vertices(self, x, dx):
+        """(N,) bool: vertices involved in a contact the motion dx cannot make safely."""
+        m, p = self.model, self.params
+        blocked = np.zeros(m.n, bool)
+        st = candidate_stencils(m, x, x + dx, p.dhat)
+        if len(st):
+            toi = ccd.accd_point_edge(x[st], dx[st])
+            bad = toi < 1.0
+            blocked[st[bad].ravel()] = True
+        pts, pl = plane_pairs(m)
+        if len(pts):
+            d = np.einsum("ni,ni->n", x[pts] + dx[pts] - m.plane_point[pl], m.plane_normal[pl])
+            blocked[pts[d <= 0.1 * p.dhat]] = True
+        return blocked
+
+    def step(self):
+        """Advance one time step; returns StepStats (raises ConvergenceError in strict mode)."""
+        t_start = _time.perf_counter()
+        m, p = self.model, self.params
+        h = p.dt
+        t_next = self.time + h
+        x_prev = self.x.copy()
+        target = self._targets(t_next)
+        x_tilde = x_prev + h * self.v + h * h * self.gravity
+        pen_mass = np.where(m.is_collider, self.mean_mass, m.mass)
+        fric_cs = build_contact_set(m, candidate_stencils(m, x_prev, x_prev, p.dhat),
+                                    self.kappa, p.dhat, p.formulation)
+        consts = dict(h=h, dhat=p.dhat, kappa=self.kappa, eps=p.eps_v * h, x_tilde=x_tilde,
+                      x_prev=x_prev, target=target, pen_mass=pen_mass,
+                      pair_friction=pair_friction(m, fric_cs, x_prev, p.dhat),
+                      plane_friction=plane_friction(m, x_prev, self.kappa, p.dhat))
+        x, pending = self._snap(x_prev, target, range(len(m.kin_groups)))
+        k_pen = PENALTY_START
+        total_iters, min_alpha, rounds = 0, 1.0, 0
+        converged, message = False, ""
+        while True:
+            fixed, penalized = self._kinematic_masks(pending)
+            ip = IncrementalPotential(m, StepConstants(penalized=penalized, k_pen=k_pen, **consts))
+            budget = p.max_newton_iters - total_iters
+            x, ok, iters, a_min, message = self._newton(ip, x, fixed, budget)
+            total_iters += iters
+            min_alpha = min(min_alpha, a_min)
+            if not ok:
+                break
+            if not pending:
+                converged = True
+                break
+            x, still = self._snap(x, target, pending)
+            if len(still) < len(pending):
+                pending = still
+                continue
+            if rounds >= PENALTY_ROUNDS:
+                converged = True
+                break
+            rounds += 1
+            k_pen *= PENALTY_GROWTH
+        return self._finish_step(x, x_prev, target, total_iters, converged, min_alpha,
+                                 message, t_start)
+
+    def _kinematic_masks(self, pending):
+        m = self.model
+        fixed = np.zeros(m.n, bool)
+        penalized = np.zeros(m.n, bool)
+        fixed[self.kin_vertices] = True
+        for gi in pending:
+            v = m.kin_groups[gi].vertices
+            fixed[v] = False
+            penalized[v] = True
+        return fixed, penalized
+
+    def _newton(self, ip, x, fixed, budget):
+        """Projected Newton with CCD-filtered backtracking.
+        Returns (x, converged, iterations, smallest alpha, message)."""
+        m, p = self.model, self.params
+        fixed_dof = np.repeat(fixed, 2)
+        cs = self._contact_set(x, x)
+        min_alpha = 1.0
+        for it in range(budget + 1):
+            T = ip.gradient_hessian(x, cs)
+            g = np.where(fixed_dof, 0.0, T.grad)
+            r, c, v = eliminate_fixed(*T.arrays(), fixed_dof)
+            dx = solve(r, c, v, -g, p.linear_solver).reshape(-1, 2)
+            if not np.all(np.isfinite(dx)):
+                return x, False, it, min_alpha, "linear solve produced non-finite values"
+            if np.abs(dx).max() / p.dt < p.newton_tol:
+                return x, True, it, min_alpha, ""
+            if it == budget:
+                break
+            alpha = min(1.0, ccd.inversion_step(x, dx, m.elements.tris))
+            cs = self._contact_set(x, x + alpha * dx)
+            alpha = min(alpha, self._ccd_step(x, dx * alpha, cs) * alpha)
+            e0 = ip.value(x, cs)
+            slope = float(np.dot(T.grad * ~fixed_dof, dx.ravel()))
+            while alpha > MIN_ALPHA:
+                e1 = ip.value(x + alpha * dx, cs)
+                if e1 <= e0 + ARMIJO * alpha * slope:
+                    break
+                alpha *= 0.5
+            else:
+                return x, False, it + 1, min_alpha, "line search failed to decrease the energy"
+            x = x + alpha * dx
+            min_alpha = min(min_alpha, alpha)
+        return x, False, budget, min_alpha, (
+            f"Newton did not converge in {p.max_newton_iters} iterations "
+            f"(last |dx|/h = {np.abs(dx).max() / p.dt:.3g} m/s, tolerance {p.newton_tol:g})")
+
+    def _contact_set(self, x0, x1):
+        p = self.params
+        return build_contact_set(self.model, candidate_stencils(self.model, x0, x1, p.dhat),
+                                 self.kappa, p.dhat, p.formulation)
+
+    def _ccd_step(self, x, dx, cs):
+        """Largest fraction of dx that is collision-free (point-edge and half-planes)."""
+        m = self.model
+        alpha = 1.0
+        pe = ~cs.pp
+        if pe.any():
+            st = cs.idx[pe]
+            toi = ccd.accd_point_edge(x[st], dx[st])
+            alpha = min(alpha, float(toi.min()))
+        pts, pl = plane_pairs(m)
+        if len(pts):
+            alpha = min(alpha, ccd.half_plane_step(x[pts], dx[pts], m.plane_point[pl], m.plane_normal[pl]))
+        return alpha
+
+    def _finish_step(self, x, x_prev, target, iters, converged, min_alpha, message, t_start):
+        m, p = self.model, self.params
+        self.v = (x - x_prev) / p.dt
+        self.x = x
+        self.time += p.dt
+        self.step_index += 1
+        d_min, n_active = self._contact_summary(x)
+        lag = float(np.linalg.norm(x[self.kin_vertices] - target[self.kin_vertices], axis=1).max()) \
+            if len(self.kin_vertices) else 0.0
+        if self.kappa_auto and d_min < 1e-2 * p.dhat:
+            self.kappa = min(2.0 * self.kappa, 1e4 * self.kappa_min)  # IPC-style stiffening
+        stats = StepStats(self.step_index, self.time, iters, converged, d_min, n_active, min_alpha,
+                          _time.perf_counter() - t_start, lag, self.kappa, message)
+        if not converged:
+            text = f"step {self.step_index} (t = {self.time:.4g} s): {message}"
+            if p.strict:
+                raise ConvergenceError(text, step=self.step_index, stats=stats)
+            warnings.warn(text, RuntimeWarning, stacklevel=2)
+        return stats
+
+    def _contact_summary(self, x):
+        """Smallest contact distance and number of contacts closer than dhat."""
+        m, p = self.model, self.params
+        st = candidate_stencils(m, x, x, p.dhat)
+        d = np.sqrt(distance_sq(x[st], _cases(x[st]))) if len(st) else np.zeros(0)
+        pts, pl = plane_pairs(m)
+        dp = np.einsum("ni,ni->n", x[pts] - m.plane_point[pl], m.plane_normal[pl]) if len(pts) else np.zeros(0)
+        alld = np.concatenate([d, dp])
+        return (float(alld.min()) if len(alld) else np.inf), int(np.sum(alld < p.dhat))
+
+
+def _cases(X):
+    return point_edge_case(X)
 
 
 def simulate(scene, n_steps, progress=None) -> Trajectory:
     """Run n_steps; progress(step, n_steps, stats) is called after each step."""
-    raise NotImplementedError
+    sim = Simulation(scene)
+    nb, nc = len(scene.bodies), len(scene.colliders)
+    bodies = [[sim.body_positions(i)] for i in range(nb)]
+    cols = [[sim.collider_positions(j)] for j in range(nc)]
+    times, stats = [sim.time], []
+    for k in range(n_steps):
+        s = sim.step()
+        stats.append(s)
+        times.append(sim.time)
+        for i in range(nb):
+            bodies[i].append(sim.body_positions(i))
+        for j in range(nc):
+            cols[j].append(sim.collider_positions(j))
+        if progress is not None:
+            progress(k + 1, n_steps, s)
+    return Trajectory(np.array(times), tuple(np.array(b) for b in bodies),
+                      tuple(np.array(c) for c in cols), tuple(stats))

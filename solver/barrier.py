@@ -1,0 +1,122 @@
+"""Log barrier on squared distances and the contact-barrier energy trio.
+
+Barrier shape on the normalised squared distance s = d^2 / dhat^2::
+
+    B(s) = -(s - 1)^2 ln s      for 0 < s < 1
+    B(s) = +inf                 for s <= 0
+    B(s) = 0                    for s >= 1
+
+(C^2 at s = 1).  A point-edge pair k contributes ``coef_k * B(s_k)`` where
+``coef_k = w_a * kappa * dhat * sign_k / 2`` (w_a the point's quadrature
+weight; sign -1 for the duplicate point-point terms subtracted by the
+convergent formulation).  ``dhat * B`` has units of length, so kappa is a
+pressure [Pa] -- the "physical barrier" of seed 004.
+
+The domain is guarded NaN-safely: the formula is only evaluated on clipped
+arguments and the out-of-range values are selected with ``np.where``.
+"""
+import numpy as np
+
+from .distance import distance_sq, distance_sq_gradient, distance_sq_hessian
+from .linalg import project_psd
+
+
+def barrier(s):
+    """B(s), (n,) -> (n,). inf for s <= 0, 0 for s >= 1."""
+    sc = np.clip(s, 1e-300, 1.0)
+    val = -(sc - 1.0) ** 2 * np.log(sc)
+    return np.where(s <= 0.0, np.inf, np.where(s >= 1.0, 0.0, val))
+
+
+def barrier_d1(s):
+    """dB/ds; 0 for s >= 1 (undefined, returned as -inf, for s <= 0)."""
+    sc = np.clip(s, 1e-300, 1.0)
+    val = -2.0 * (sc - 1.0) * np.log(sc) - (sc - 1.0) ** 2 / sc
+    return np.where(s <= 0.0, -np.inf, np.where(s >= 1.0, 0.0, val))
+
+
+def barrier_d2(s):
+    """d^2B/ds^2; 0 for s >= 1."""
+    sc = np.clip(s, 1e-300, 1.0)
+    val = -2.0 * np.log(sc) - 4.0 * (sc - 1.0) / sc + (sc - 1.0) ** 2 / (sc * sc)
+    return np.where(s <= 0.0, np.inf, np.where(s >= 1.0, 0.0, val))
+
+
+# ---------------------------------------------------------------- point-edge
+
+
+def pe_value(X, case, coef, dhat):
+    """Sum of coef_k B(d_k^2/dhat^2) over stencils X (n,3,2)."""
+    if len(X) == 0:
+        return 0.0
+    s = distance_sq(X, case) / (dhat * dhat)
+    b = barrier(s)
+    active = b != 0.0
+    return float(np.sum(coef[active] * b[active]))
+
+
+def pe_gradient(X, case, coef, dhat):
+    """Per-stencil gradients (n, 6)."""
+    s = distance_sq(X, case) / (dhat * dhat)
+    dB = barrier_d1(s) * coef / (dhat * dhat)
+    return dB[:, None] * distance_sq_gradient(X, case)
+
+
+def pe_hessian(X, case, coef, dhat, project=True):
+    """Per-stencil Hessians (n, 6, 6), PSD-projected unless project=False."""
+    inv = 1.0 / (dhat * dhat)
+    s = distance_sq(X, case) * inv
+    g = distance_sq_gradient(X, case)
+    H = (coef * barrier_d2(s) * inv * inv)[:, None, None] * np.einsum("ni,nj->nij", g, g)
+    H += (coef * barrier_d1(s) * inv)[:, None, None] * distance_sq_hessian(X, case)
+    return project_psd(H) if project else H
+
+
+def pe_contact_force(X, case, coef, dhat):
+    """Normal force magnitude lambda_k = -dE_k/dd (>= 0 for positive coef), (n,).
+
+    With E = coef B(d^2/dhat^2): dE/dd = coef B'(s) 2 d / dhat^2.
+    """
+    d2 = distance_sq(X, case)
+    s = d2 / (dhat * dhat)
+    return -coef * barrier_d1(s) * 2.0 * np.sqrt(d2) / (dhat * dhat)
+
+
+# ---------------------------------------------------------------- half-planes
+
+
+def plane_distance(x, point, normal):
+    """Signed distance of points x (n,2) to the planes (n,2)/(n,2), (n,)."""
+    return np.einsum("ni,ni->n", x - point, normal)
+
+
+def hp_value(x, point, normal, coef, dhat):
+    d = plane_distance(x, point, normal)
+    s = np.where(d > 0, d * d, -1.0) / (dhat * dhat)
+    b = barrier(s)
+    active = b != 0.0
+    return float(np.sum(coef[active] * b[active]))
+
+
+def hp_gradient(x, point, normal, coef, dhat):
+    """(n, 2) gradients."""
+    d = plane_distance(x, point, normal)
+    inv = 1.0 / (dhat * dhat)
+    dB = barrier_d1(d * d * inv) * coef * inv
+    return (dB * 2.0 * d)[:, None] * normal
+
+
+def hp_hessian(x, point, normal, coef, dhat):
+    """(n, 2, 2) Hessians; PSD because B'' > 0 and B' < 0 give
+    4 d^2 B'' + 2 B' > 0 along n (checked by tests) and zero across."""
+    d = plane_distance(x, point, normal)
+    inv = 1.0 / (dhat * dhat)
+    s = d * d * inv
+    k = coef * (barrier_d2(s) * inv * inv * 4.0 * d * d + barrier_d1(s) * inv * 2.0)
+    return np.maximum(k, 0.0)[:, None, None] * np.einsum("ni,nj->nij", normal, normal)
+
+
+def hp_contact_force(x, point, normal, coef, dhat):
+    d = plane_distance(x, point, normal)
+    inv = 1.0 / (dhat * dhat)
+    return -coef * barrier_d1(d * d * inv) * 2.0 * d * inv

@@ -1,0 +1,82 @@
+"""Broad phase: point-edge candidate pairs from a uniform-grid spatial hash.
+
+Every point and every edge gets an axis-aligned box (swept over the step,
+points inflated by ``pad``); boxes are rasterised into grid cells, the
+(cell, edge) list is sorted once and every (cell, point) entry finds its
+edges with ``searchsorted`` -- all vectorised, roughly linear in the number
+of primitives.  The brute-force all-pairs version is kept as a test oracle.
+"""
+import numpy as np
+
+
+def point_boxes(x0, x1, pad):
+    """Boxes (P, 2) lo/hi of points moving from x0 to x1 (P,2), inflated by pad."""
+    return np.minimum(x0, x1) - pad, np.maximum(x0, x1) + pad
+
+
+def edge_boxes(x0, x1, edges):
+    """Boxes of edges (E,2) moving from x0 to x1 (N,2)."""
+    ends = np.concatenate([x0[edges], x1[edges]], axis=1)  # (E, 4, 2)
+    return ends.min(axis=1), ends.max(axis=1)
+
+
+def _rasterise(lo, hi, cell, origin):
+    """Expand boxes to (box id, cell key) entries."""
+    ilo = np.floor((lo - origin) / cell).astype(np.int64)
+    ihi = np.floor((hi - origin) / cell).astype(np.int64)
+    nx = ihi[:, 0] - ilo[:, 0] + 1
+    ny = ihi[:, 1] - ilo[:, 1] + 1
+    counts = nx * ny
+    box = np.repeat(np.arange(len(lo)), counts)
+    start = np.cumsum(counts) - counts
+    local = np.arange(counts.sum()) - np.repeat(start, counts)
+    cx = ilo[box, 0] + local % nx[box]
+    cy = ilo[box, 1] + local // nx[box]
+    return box, cx * (1 << 31) + cy
+
+
+def _cell_size(plo, phi, elo, ehi):
+    ext = np.concatenate([(phi - plo).max(axis=1), (ehi - elo).max(axis=1)])
+    size = float(np.median(ext)) if len(ext) else 1.0
+    return max(size, 1e-12)
+
+
+def candidates(plo, phi, elo, ehi, cell=None):
+    """All (point, edge) index pairs whose boxes overlap.
+
+    plo/phi: (P,2) point boxes; elo/ehi: (E,2) edge boxes.
+    Returns (pi, ei) int arrays, unique pairs, any order.
+    """
+    if len(plo) == 0 or len(elo) == 0:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    if cell is None:
+        cell = _cell_size(plo, phi, elo, ehi)
+    origin = np.minimum(plo.min(axis=0), elo.min(axis=0))
+    # Keep the rasterisation bounded: grow the cell if boxes cover too many cells.
+    while True:
+        span = np.concatenate([phi - plo, ehi - elo]) / cell + 1.0
+        if np.prod(span, axis=1).sum() <= 64 * len(span):
+            break
+        cell *= 2.0
+    pbox, pkey = _rasterise(plo, phi, cell, origin)
+    ebox, ekey = _rasterise(elo, ehi, cell, origin)
+    order = np.argsort(ekey, kind="stable")
+    ekey, ebox = ekey[order], ebox[order]
+    lo = np.searchsorted(ekey, pkey, side="left")
+    hi = np.searchsorted(ekey, pkey, side="right")
+    n = hi - lo
+    pi = np.repeat(pbox, n)
+    start = np.cumsum(n) - n
+    ei = ebox[np.repeat(lo, n) + np.arange(n.sum()) - np.repeat(start, n)]
+    # exact box overlap, then de-duplicate (a pair can share several cells)
+    ok = np.all((plo[pi] <= ehi[ei]) & (elo[ei] <= phi[pi]), axis=1)
+    pi, ei = pi[ok], ei[ok]
+    key = np.unique(pi.astype(np.int64) * len(elo) + ei)
+    return (key // len(elo)).astype(np.intp), (key % len(elo)).astype(np.intp)
+
+
+def candidates_brute_force(plo, phi, elo, ehi):
+    """O(P E) oracle for tests."""
+    ok = np.all((plo[:, None] <= ehi[None]) & (elo[None] <= phi[:, None]), axis=2)
+    pi, ei = np.nonzero(ok)
+    return pi.astype(np.intp), ei.astype(np.intp)

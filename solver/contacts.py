@@ -1,0 +1,119 @@
+"""Contact sets: which point-edge stencils carry a barrier, with what weight.
+
+A :class:`ContactSet` is built from broad-phase candidates once per Newton
+iteration (swept over the line-search segment, so the same set serves every
+trial step and the next iteration).  Each stencil is ``[point, e0, e1]``;
+duplicate point-point terms subtracted by the convergent formulation are
+stored as ``[point, v, v]`` with ``pp = True`` (case forced to PP0) and a
+negative coefficient.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import barrier
+from .broad_phase import candidates, edge_boxes, point_boxes
+from .distance import PP0, closest_point_parameter, distance_sq, point_edge_case
+from .friction import FrictionSet, tangent_weights
+
+
+@dataclass(frozen=True)
+class ContactSet:
+    """idx (n,3) vertex stencils; coef (n,) barrier coefficients; pp (n,) bool."""
+    idx: np.ndarray
+    coef: np.ndarray
+    pp: np.ndarray
+
+    def __len__(self):
+        return len(self.coef)
+
+    def gather(self, x):
+        return x[self.idx]
+
+    def cases(self, X):
+        case = point_edge_case(X)
+        case[self.pp] = PP0
+        return case
+
+    def subset(self, mask):
+        return ContactSet(self.idx[mask], self.coef[mask], self.pp[mask])
+
+
+def candidate_stencils(model, x0, x1, pad):
+    """Point-edge stencils (n,3) whose swept boxes (x0 -> x1) come within pad."""
+    pts, edges = model.points, model.edges
+    plo, phi = point_boxes(x0[pts], x1[pts], pad)
+    elo, ehi = edge_boxes(x0, x1, edges)
+    pi, ei = candidates(plo, phi, elo, ehi)
+    p, e = pts[pi], edges[ei]
+    keep = (p != e[:, 0]) & (p != e[:, 1]) & ~(model.is_collider[p] & model.is_collider[e[:, 0]])
+    return np.column_stack([p[keep], e[keep]])
+
+
+def build_contact_set(model, stencils, kappa, dhat, formulation):
+    """Barrier coefficients for point-edge stencils, plus the subtracted
+    duplicate point-point terms of the convergent formulation."""
+    scale = 0.5 * kappa * dhat
+    coef = scale * model.weight[stencils[:, 0]]
+    pp = np.zeros(len(stencils), bool)
+    if formulation != "convergent" or len(stencils) == 0:
+        return ContactSet(stencils, coef, pp)
+    a = np.concatenate([stencils[:, 0], stencils[:, 0]])
+    v = np.concatenate([stencils[:, 1], stencils[:, 2]])
+    key = np.unique(a.astype(np.int64) * model.n + v)
+    a, v = key // model.n, key % model.n
+    # v's edges seen by a, minus one: the PE sum counts the PP distance that often too many
+    mult = model.degree[v] - model.adjacent(a, v) - 1
+    ok = mult > 0
+    a, v, mult = a[ok], v[ok], mult[ok]
+    pp_idx = np.column_stack([a, v, v]).astype(np.intp)
+    return ContactSet(
+        np.concatenate([stencils, pp_idx]),
+        np.concatenate([coef, -scale * model.weight[a] * mult]),
+        np.concatenate([pp, np.ones(len(a), bool)]),
+    )
+
+
+def pair_friction(model, cs, x, dhat):
+    """Frozen friction contacts of the point-edge barrier terms active at x."""
+    if len(cs) == 0:
+        return FrictionSet.empty(3)
+    X = cs.gather(x)
+    case = cs.cases(X)
+    d2 = distance_sq(X, case)
+    act = (d2 < dhat * dhat) & (d2 > 0)
+    if not act.any():
+        return FrictionSet.empty(3)
+    X, case, idx = X[act], case[act], cs.idx[act]
+    lam = barrier.pe_contact_force(X, case, cs.coef[act], dhat)
+    r = closest_point_parameter(X, case)
+    closest = (1.0 - r)[:, None] * X[:, 1] + r[:, None] * X[:, 2]
+    n = X[:, 0] - closest
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    t = np.stack([-n[:, 1], n[:, 0]], axis=1)
+    gamma = np.stack([np.ones_like(r), r - 1.0, -r], axis=1)
+    mu = np.sqrt(model.mu[idx[:, 0]] * model.mu[idx[:, 1]])
+    return FrictionSet(idx, tangent_weights(gamma, t), mu * lam)
+
+
+def plane_pairs(model):
+    """All (body boundary vertex, plane) combinations: (pts (n,), plane ids (n,))."""
+    H = len(model.plane_point)
+    return np.repeat(model.hp_points, H), np.tile(np.arange(H), len(model.hp_points))
+
+
+def plane_friction(model, x, kappa, dhat):
+    pts, pl = plane_pairs(model)
+    if len(pts) == 0:
+        return FrictionSet.empty(1)
+    normal = model.plane_normal[pl]
+    d = barrier.plane_distance(x[pts], model.plane_point[pl], normal)
+    act = (d < dhat) & (d > 0)
+    if not act.any():
+        return FrictionSet.empty(1)
+    pts, pl, normal = pts[act], pl[act], normal[act]
+    coef = kappa * dhat * model.weight[pts]
+    lam = barrier.hp_contact_force(x[pts], model.plane_point[pl], normal, coef, dhat)
+    t = np.stack([-normal[:, 1], normal[:, 0]], axis=1)
+    mu = np.sqrt(model.mu[pts] * model.plane_mu[pl])
+    return FrictionSet(pts[:, None], tangent_weights(np.ones((len(pts), 1)), t), mu * lam)

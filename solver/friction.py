@@ -1,0 +1,89 @@
+"""Semi-implicit (lagged) smooth friction, seeds 000/001/003.
+
+At the start of a step, for every contact closer than dhat, the normal force
+magnitude lambda, the contact normal n (hence the tangent t) and the
+closest-point parameter r are frozen.  In 2D the tangent space is a line, so
+the relative tangential displacement of contact k is a scalar::
+
+    u_k = t_k . sum_a Gamma_ka (x_a - x_a^n)        (Gamma = [1, -(1-r), -r])
+
+and the friction potential is ``D = sum_k mu_k lambda_k f0(|u_k|)`` with the
+mollifier (eps = eps_v h, a displacement)::
+
+    f0(y) = -y^3/(3 eps^2) + y^2/eps + eps/3   for y < eps,   y otherwise
+    f1 = f0' = 2y/eps - y^2/eps^2 (y < eps),   1 otherwise
+    f0''     = 2/eps - 2y/eps^2   (y < eps),   0 otherwise   (>= 0: PSD)
+
+Gradient: mu lambda f1(|u|) sign(u) w, Hessian: mu lambda f0''(|u|) w w^T with
+w = Gamma (x) t the stencil-weighted tangent (n, 2k).  Only the (rare)
+negative-lambda duplicate terms of the convergent formulation need the PSD
+clamp, applied by clamping the scalar coefficient at zero.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FrictionSet:
+    """Frozen friction contacts of one time step.
+
+    idx: (n, k) vertex stencils; w: (n, 2k) tangent weights Gamma (x) t;
+    mu_lambda: (n,) mu * lambda (negative for subtracted duplicate terms).
+    """
+    idx: np.ndarray
+    w: np.ndarray
+    mu_lambda: np.ndarray
+
+    @staticmethod
+    def empty(k):
+        return FrictionSet(np.zeros((0, k), np.intp), np.zeros((0, 2 * k)), np.zeros(0))
+
+    def __len__(self):
+        return len(self.mu_lambda)
+
+
+def f0(y, eps):
+    y = np.abs(y)
+    return np.where(y < eps, -y ** 3 / (3 * eps * eps) + y * y / eps + eps / 3.0, y)
+
+
+def f1(y, eps):
+    y = np.abs(y)
+    return np.where(y < eps, 2 * y / eps - y * y / (eps * eps), 1.0)
+
+
+def f0_d2(y, eps):
+    y = np.abs(y)
+    return np.where(y < eps, 2.0 / eps - 2.0 * y / (eps * eps), 0.0)
+
+
+def tangent_weights(gamma, tangent):
+    """w (n, 2k) = Gamma (n,k) outer tangent (n,2)."""
+    return (gamma[:, :, None] * tangent[:, None, :]).reshape(len(gamma), -1)
+
+
+def _slip(fs, dx):
+    """Tangential relative displacement u (n,) for displacements dx (N,2)."""
+    return np.einsum("ni,ni->n", fs.w, dx[fs.idx].reshape(len(fs.idx), -1))
+
+
+def value(fs, dx, eps):
+    if len(fs) == 0:
+        return 0.0
+    return float(np.sum(fs.mu_lambda * f0(_slip(fs, dx), eps)))
+
+
+def gradient(fs, dx, eps):
+    """Per-contact gradients (n, 2k)."""
+    u = _slip(fs, dx)
+    return (fs.mu_lambda * f1(u, eps) * np.sign(u))[:, None] * fs.w
+
+
+def hessian(fs, dx, eps, project=True):
+    """Per-contact Hessians (n, 2k, 2k)."""
+    u = _slip(fs, dx)
+    c = fs.mu_lambda * f0_d2(u, eps)
+    if project:
+        c = np.maximum(c, 0.0)
+    return c[:, None, None] * np.einsum("ni,nj->nij", fs.w, fs.w)

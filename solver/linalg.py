@@ -1,0 +1,132 @@
+"""Linear algebra: batched PSD projection, sparse assembly from COO triplets,
+and the linear solve (scipy sparse direct when importable, numpy-only
+fallback otherwise: dense Cholesky for small systems, Jacobi-preconditioned
+CG for large ones)."""
+import numpy as np
+
+try:  # scipy is optional: stock Blender ships numpy only
+    import scipy.sparse as _sp
+    import scipy.sparse.linalg as _spla
+    HAVE_SCIPY = True
+except ImportError:  # pragma: no cover - exercised by hiding scipy in tests
+    _sp = None
+    _spla = None
+    HAVE_SCIPY = False
+
+DENSE_LIMIT = 3000  # numpy path: dense Cholesky up to this many DOFs
+
+
+def project_psd(H):
+    """Clamp negative eigenvalues of symmetric matrices (n, k, k) to zero."""
+    if len(H) == 0:
+        return H
+    H = 0.5 * (H + np.swapaxes(H, 1, 2))
+    w, V = np.linalg.eigh(H)
+    if np.all(w >= 0.0):
+        return H
+    w = np.maximum(w, 0.0)
+    return np.einsum("nij,nj,nkj->nik", V, w, V)
+
+
+def stencil_dofs(idx):
+    """DOF indices (n, 2k) of vertex stencils idx (n, k)."""
+    return (2 * idx[:, :, None] + np.arange(2)).reshape(len(idx), -1)
+
+
+class Triplets:
+    """Accumulates COO triplets of a symmetric global matrix and a gradient."""
+
+    def __init__(self, n_dof):
+        self.n_dof = n_dof
+        self.rows, self.cols, self.vals = [], [], []
+        self.grad = np.zeros(n_dof)
+
+    def add_blocks(self, idx, H):
+        """Scatter local Hessians H (n, 2k, 2k) of vertex stencils idx (n, k)."""
+        if len(idx) == 0:
+            return
+        dofs = stencil_dofs(idx)
+        k = dofs.shape[1]
+        self.rows.append(np.repeat(dofs, k, axis=1).ravel())
+        self.cols.append(np.tile(dofs, (1, k)).ravel())
+        self.vals.append(H.ravel())
+
+    def add_diagonal(self, dofs, vals):
+        self.rows.append(dofs)
+        self.cols.append(dofs)
+        self.vals.append(vals)
+
+    def add_gradient(self, idx, g):
+        """Scatter local gradients g (n, 2k) of vertex stencils idx (n, k)."""
+        if len(idx) == 0:
+            return
+        np.add.at(self.grad, stencil_dofs(idx).ravel(), g.ravel())
+
+    def arrays(self):
+        return (np.concatenate(self.rows), np.concatenate(self.cols),
+                np.concatenate(self.vals))
+
+
+def eliminate_fixed(rows, cols, vals, fixed_mask):
+    """Replace the rows and columns of fixed DOFs by identity."""
+    keep = ~(fixed_mask[rows] | fixed_mask[cols])
+    fixed = np.flatnonzero(fixed_mask)
+    return (np.concatenate([rows[keep], fixed]), np.concatenate([cols[keep], fixed]),
+            np.concatenate([vals[keep], np.ones(len(fixed))]))
+
+
+def solve(rows, cols, vals, rhs, method="auto"):
+    """Solve the SPD(-ish) system given as COO triplets (duplicates summed)."""
+    n = len(rhs)
+    if method == "auto":
+        method = "scipy" if HAVE_SCIPY else "numpy"
+    if method == "scipy":
+        if not HAVE_SCIPY:
+            raise ImportError("linear_solver='scipy' requested but scipy is not importable")
+        A = _sp.csc_matrix((vals, (rows, cols)), shape=(n, n))
+        return _spla.spsolve(A, rhs, permc_spec="MMD_AT_PLUS_A")
+    if n <= DENSE_LIMIT:
+        A = np.zeros((n, n))
+        np.add.at(A, (rows, cols), vals)
+        return _dense_spd_solve(A, rhs)
+    return _pcg(rows, cols, vals, rhs)
+
+
+def _dense_spd_solve(A, rhs):
+    try:
+        L = np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        return np.linalg.solve(A + 1e-12 * np.abs(A).max() * np.eye(len(A)), rhs)
+    y = np.linalg.solve(L, rhs)
+    return np.linalg.solve(L.T, y)
+
+
+def _pcg(rows, cols, vals, rhs, rtol=1e-10, max_iter=None):
+    """Jacobi-preconditioned conjugate gradients, numpy only."""
+    n = len(rhs)
+    order = np.argsort(rows, kind="stable")
+    rows, cols, vals = rows[order], cols[order], vals[order]
+
+    def matvec(x):
+        return np.bincount(rows, weights=vals * x[cols], minlength=n)
+
+    diag = np.bincount(rows[rows == cols], weights=vals[rows == cols], minlength=n)
+    inv_diag = 1.0 / np.where(diag > 0, diag, 1.0)
+    x = np.zeros(n)
+    r = rhs.copy()
+    z = inv_diag * r
+    p = z.copy()
+    rz = r @ z
+    tol = rtol * np.linalg.norm(rhs)
+    for _ in range(max_iter or 10 * n):
+        if np.linalg.norm(r) <= tol:
+            break
+        Ap = matvec(p)
+        alpha = rz / (p @ Ap)
+        x += alpha * p
+        r -= alpha * Ap
+        z = inv_diag * r
+        rz_new = r @ z
+        p = z + (rz_new / rz) * p
+        rz = rz_new
+    return x

@@ -1,0 +1,169 @@
+"""Flatten a validated :class:`~solver.scene.Scene` into the arrays the time
+stepper works on.
+
+All vertices live in one array ``x`` (N, 2): body vertices first (body after
+body), then collider vertices.  Contact primitives are boundary vertices
+("points") and boundary edges of bodies plus all collider vertices/edges.
+"""
+from dataclasses import dataclass
+from typing import Tuple
+
+import numpy as np
+
+from . import elasticity, mesh
+from .errors import SolverInputError
+from .validate import check_scene
+
+
+@dataclass(frozen=True)
+class KinematicGroup:
+    """Vertices whose positions are prescribed: a collider or a pin set.
+
+    vertices: (k,) global ids; times: (T,); positions: (T, k, 2).
+    """
+    name: str
+    vertices: np.ndarray
+    times: np.ndarray
+    positions: np.ndarray
+
+    def target(self, t):
+        """Linearly interpolated positions (k, 2) at time t (clamped)."""
+        ts = self.times
+        if len(ts) == 1 or t <= ts[0]:
+            return self.positions[0]
+        if t >= ts[-1]:
+            return self.positions[-1]
+        i = int(np.searchsorted(ts, t, side="right")) - 1
+        a = (t - ts[i]) / (ts[i + 1] - ts[i])
+        return (1.0 - a) * self.positions[i] + a * self.positions[i + 1]
+
+
+@dataclass(frozen=True)
+class Model:
+    """Static arrays of a scene (see module doc).
+
+    rest (N,2), mass (N,), is_collider (N,) bool, mu (N,) per-vertex friction,
+    weight (N,) contact quadrature weights, degree (N,) boundary degree,
+    points (P,), edges (E,2), edge_keys sorted (E,) undirected keys,
+    elements: ElasticElements, body_slices / collider_slices: vertex ranges,
+    kin_groups: prescribed vertex groups, plane_point/plane_normal (H,2), plane_mu (H,),
+    hp_points (B,) body boundary vertices checked against planes.
+    """
+    names: Tuple[str, ...]
+    rest: np.ndarray
+    velocity: np.ndarray
+    mass: np.ndarray
+    is_collider: np.ndarray
+    mu: np.ndarray
+    weight: np.ndarray
+    degree: np.ndarray
+    points: np.ndarray
+    edges: np.ndarray
+    edge_keys: np.ndarray
+    elements: elasticity.ElasticElements
+    body_slices: Tuple[slice, ...]
+    collider_slices: Tuple[slice, ...]
+    kin_groups: Tuple[KinematicGroup, ...]
+    plane_point: np.ndarray
+    plane_normal: np.ndarray
+    plane_mu: np.ndarray
+    plane_names: Tuple[str, ...]
+    hp_points: np.ndarray
+    owner: np.ndarray          # (N,) index into names (bodies then colliders)
+
+    @property
+    def n(self):
+        return len(self.rest)
+
+    def edge_key(self, a, b):
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        return lo.astype(np.int64) * self.n + hi
+
+    def adjacent(self, a, b):
+        """Whether vertices a and b (arrays) share a boundary edge."""
+        k = self.edge_key(a, b)
+        pos = np.searchsorted(self.edge_keys, k)
+        pos = np.minimum(pos, len(self.edge_keys) - 1)
+        return self.edge_keys[pos] == k if len(self.edge_keys) else np.zeros(len(k), bool)
+
+
+def build_model(scene):
+    """Validate and flatten a scene. Raises SolverInputError."""
+    meshes = check_scene(scene)
+    rest, vel, mass, mu, owner = [], [], [], [], []
+    tris, edges, E, nu = [], [], [], []
+    body_slices, collider_slices, kin, names = [], [], [], []
+    offset = 0
+    for bi, (body, (v, t)) in enumerate(zip(scene.bodies, meshes)):
+        n = len(v)
+        mat = body.material
+        rest.append(v)
+        vel.append(_initial_velocity(body, n))
+        mass.append(mesh.lumped_mass(v, t, mat.density))
+        mu.append(np.full(n, float(mat.mu)))
+        owner.append(np.full(n, bi))
+        tris.append(t + offset)
+        edges.append(mesh.boundary_edges(t) + offset)
+        E.append(np.full(len(t), float(mat.E)))
+        nu.append(np.full(len(t), float(mat.nu)))
+        for pi, pin in enumerate(body.pins):
+            idx = np.asarray(pin.indices, np.intp)
+            if pin.times is None:
+                times, pos = np.array([0.0]), v[idx][None].copy()
+            else:
+                times, pos = np.asarray(pin.times, float), np.asarray(pin.positions, float)
+            kin.append(KinematicGroup(f"{body.name}.pin{pi}", idx + offset, times, pos))
+        body_slices.append(slice(offset, offset + n))
+        names.append(body.name)
+        offset += n
+    n_body = offset
+    for ci, col in enumerate(scene.colliders):
+        v = np.asarray(col.vertices, float)
+        n = len(v)
+        rest.append(v)
+        vel.append(np.zeros((n, 2)))
+        mass.append(np.zeros(n))
+        mu.append(np.full(n, float(col.mu)))
+        owner.append(np.full(n, len(scene.bodies) + ci))
+        edges.append(np.asarray(col.edges, np.intp) + offset)
+        idx = np.arange(offset, offset + n)
+        kin.append(KinematicGroup(col.name, idx, np.asarray(col.times, float),
+                                  np.asarray(col.positions, float)))
+        collider_slices.append(slice(offset, offset + n))
+        names.append(col.name)
+        offset += n
+    rest = np.concatenate(rest)
+    edges = np.concatenate(edges).astype(np.intp)
+    is_collider = np.zeros(offset, bool)
+    is_collider[n_body:] = True
+    degree = np.bincount(edges.ravel(), minlength=offset)
+    points = np.flatnonzero(degree > 0)
+    all_tris = np.concatenate(tris)
+    elements = elasticity.make_elements(rest, all_tris, np.concatenate(E), np.concatenate(nu))
+    planes = scene.half_planes
+    normals = np.array([np.asarray(p.normal, float) / np.linalg.norm(p.normal) for p in planes]).reshape(-1, 2)
+    lo, hi = np.minimum(edges[:, 0], edges[:, 1]), np.maximum(edges[:, 0], edges[:, 1])
+    return Model(
+        names=tuple(names), rest=rest, velocity=np.concatenate(vel), mass=np.concatenate(mass),
+        is_collider=is_collider, mu=np.concatenate(mu),
+        weight=mesh.vertex_weights(rest, edges, offset), degree=degree,
+        points=points, edges=edges, edge_keys=np.sort(lo.astype(np.int64) * offset + hi),
+        elements=elements, body_slices=tuple(body_slices), collider_slices=tuple(collider_slices),
+        kin_groups=tuple(kin),
+        plane_point=np.array([p.point for p in planes], float).reshape(-1, 2),
+        plane_normal=normals, plane_mu=np.array([p.mu for p in planes], float),
+        plane_names=tuple(p.name for p in planes),
+        hp_points=points[~is_collider[points]],
+        owner=np.concatenate(owner),
+    )
+
+
+def _initial_velocity(body, n):
+    if body.velocity is None:
+        return np.zeros((n, 2))
+    v = np.asarray(body.velocity, float)
+    if v.shape == (2,):
+        return np.tile(v, (n, 1))
+    if v.shape != (n, 2) or not np.all(np.isfinite(v)):
+        raise SolverInputError(f"body '{body.name}': velocity must be finite with shape (2,) or ({n}, 2)")
+    return v.copy()

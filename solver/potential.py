@@ -1,0 +1,121 @@
+"""The incremental potential of one implicit-Euler step, as a plain sum of
+energies that each expose the same trio (value, gradient, Hessian)::
+
+    E(x) = 1/2 |x - x_tilde|_M^2
+         + h^2 ( Psi_elastic(x) + Psi_barrier(x) + Psi_planes(x) + D_friction(x - x^n) )
+         + 1/2 k_pen sum_{prescribed, not yet reached} m_i |x_i - target_i|^2
+
+x_tilde = x^n + h v^n + h^2 g.  Gradients are global (N*2,) vectors;
+Hessians are accumulated as COO triplets (:class:`~solver.linalg.Triplets`).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import barrier, elasticity, friction
+from .contacts import ContactSet, plane_pairs
+from .distance import distance_sq
+from .friction import FrictionSet
+from .linalg import Triplets
+
+
+@dataclass(frozen=True)
+class StepConstants:
+    """Everything frozen during one time step.
+
+    x_tilde, x_prev, target: (N,2); penalized: (N,) bool (prescribed vertices
+    still driven by the penalty); pen_mass: (N,); k_pen: penalty stiffness.
+    """
+    h: float
+    dhat: float
+    kappa: float
+    eps: float                 # eps_v * h (friction smoothing, a displacement)
+    x_tilde: np.ndarray
+    x_prev: np.ndarray
+    target: np.ndarray
+    penalized: np.ndarray
+    pen_mass: np.ndarray
+    k_pen: float
+    pair_friction: FrictionSet
+    plane_friction: FrictionSet
+
+
+class IncrementalPotential:
+    """E(x) for a model and step constants; contact stencils passed per call."""
+
+    def __init__(self, model, consts):
+        self.m = model
+        self.c = consts
+        pts, pl = plane_pairs(model)
+        self.hp_pts, self.hp_pl = pts, pl
+        self.hp_point = model.plane_point[pl]
+        self.hp_normal = model.plane_normal[pl]
+        self.hp_coef = consts.kappa * consts.dhat * model.weight[pts]
+
+    # ---------------------------------------------------------------- value
+    def value(self, x, cs: ContactSet):
+        m, c = self.m, self.c
+        dx = x - c.x_tilde
+        inertia = 0.5 * np.sum(m.mass * np.einsum("ni,ni->n", dx, dx))
+        psi = elasticity.value(m.elements, x)
+        if not np.isfinite(psi):
+            return np.inf
+        if len(cs):
+            X = cs.gather(x)
+            psi += barrier.pe_value(X, cs.cases(X), cs.coef, c.dhat)
+        if len(self.hp_pts):
+            psi += barrier.hp_value(x[self.hp_pts], self.hp_point, self.hp_normal, self.hp_coef, c.dhat)
+        disp = x - c.x_prev
+        psi += friction.value(c.pair_friction, disp, c.eps) + friction.value(c.plane_friction, disp, c.eps)
+        pen = 0.0
+        if c.penalized.any():
+            r = (x - c.target)[c.penalized]
+            pen = 0.5 * c.k_pen * np.sum(c.pen_mass[c.penalized] * np.einsum("ni,ni->n", r, r))
+        return float(inertia + c.h * c.h * psi + pen)
+
+    # ------------------------------------------------------ gradient + Hessian
+    def gradient_hessian(self, x, cs: ContactSet):
+        """Returns a filled :class:`Triplets` (gradient in ``.grad``)."""
+        m, c = self.m, self.c
+        n = m.n
+        T = Triplets(2 * n)
+        h2 = c.h * c.h
+        # inertia
+        T.grad += (m.mass[:, None] * (x - c.x_tilde)).ravel()
+        diag = np.repeat(m.mass, 2)
+        # penalty on prescribed vertices not yet at their target
+        if c.penalized.any():
+            w = np.where(c.penalized, c.k_pen * c.pen_mass, 0.0)
+            T.grad += (w[:, None] * (x - c.target)).ravel()
+            diag = diag + np.repeat(w, 2)
+        T.add_diagonal(np.arange(2 * n), diag)
+        # elasticity
+        el = m.elements
+        T.add_gradient(el.tris, h2 * elasticity.gradient(el, x))
+        T.add_blocks(el.tris, h2 * elasticity.hessian(el, x))
+        # point-edge barrier (only stencils inside dhat contribute)
+        if len(cs):
+            X = cs.gather(x)
+            case = cs.cases(X)
+            act = distance_sq(X, case) < c.dhat * c.dhat
+            if act.any():
+                X, case, coef, idx = X[act], case[act], cs.coef[act], cs.idx[act]
+                T.add_gradient(idx, h2 * barrier.pe_gradient(X, case, coef, c.dhat))
+                T.add_blocks(idx, h2 * barrier.pe_hessian(X, case, coef, c.dhat))
+        # half-planes
+        if len(self.hp_pts):
+            xp = x[self.hp_pts]
+            d = barrier.plane_distance(xp, self.hp_point, self.hp_normal)
+            act = d < c.dhat
+            if act.any():
+                args = (xp[act], self.hp_point[act], self.hp_normal[act], self.hp_coef[act], c.dhat)
+                idx = self.hp_pts[act][:, None]
+                T.add_gradient(idx, h2 * barrier.hp_gradient(*args))
+                T.add_blocks(idx, h2 * barrier.hp_hessian(*args))
+        # friction
+        disp = x - c.x_prev
+        for fs in (c.pair_friction, c.plane_friction):
+            if len(fs):
+                T.add_gradient(fs.idx, h2 * friction.gradient(fs, disp, c.eps))
+                T.add_blocks(fs.idx, h2 * friction.hessian(fs, disp, c.eps))
+        return T
