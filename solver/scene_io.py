@@ -445,6 +445,11 @@ def _parse_collider_fields(data, path, name):
     if np.any(same):
         i = int(np.argmax(same))
         _fail(f"{_join(path, 'edges')}[{i}]", f"edge connects vertex {int(edges[i, 0])} to itself")
+    seg = pos[:, edges[:, 1]] - pos[:, edges[:, 0]]                  # (T, l, 2)
+    short = np.hypot(seg[..., 0], seg[..., 1]) <= 1e-12 * (1.0 + np.abs(pos).max())
+    if np.any(short):
+        k, i = np.argwhere(short)[0]
+        _fail(f"{_join(path, 'edges')}[{i}]", f"zero-length edge at motion sample {k}")
     return Collider(name=name, vertices=pos[0].copy(), edges=edges, times=times, positions=pos, mu=mu)
 
 
@@ -582,7 +587,8 @@ def _collider_to_dict(col):
     pos = np.asarray(col.positions, float)
     verts = np.asarray(col.vertices, float)
     d = {"name": col.name, "mu": float(col.mu)}
-    if len(pos) == 1 and np.array_equal(pos[0], verts):
+    times = np.asarray(col.times, float)
+    if len(pos) == 1 and times[0] == 0.0 and np.array_equal(pos[0], verts):
         d["vertices"] = _floats(verts)
         d["motion"] = {"type": "static"}
     else:
