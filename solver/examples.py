@@ -44,13 +44,16 @@ def disc_mesh(radius, n_rings, center=(0.0, 0.0), n_boundary=None):
     """Ring-triangulated disc: a centre vertex plus n_rings concentric rings.
 
     Ring k (1..n_rings) has round(n_boundary * k / n_rings) vertices (at least
-    3); n_boundary defaults to 6 * n_rings.  Neighbouring rings are stitched by
+    3); n_boundary defaults to 6 * n_rings and must be >= 4 * n_rings.  Neighbouring rings are stitched by
     walking both rings by increasing angle, so every triangle is CCW.
     """
     n_rings = int(n_rings)
     if n_rings < 1:
         raise ValueError(f"disc_mesh: n_rings must be >= 1, got {n_rings}")
     n_boundary = 6 * n_rings if n_boundary is None else int(n_boundary)
+    if n_boundary < 4 * n_rings:
+        # Coarser rings than this give slivers (arc spacing >> ring spacing).
+        raise ValueError(f"disc_mesh: n_boundary must be >= 4 * n_rings = {4 * n_rings}, got {n_boundary}")
     counts = [max(3, round(n_boundary * k / n_rings)) for k in range(1, n_rings + 1)]
     pts, starts, tris = [np.zeros((1, 2))], [], []
     first = 1
