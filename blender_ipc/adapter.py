@@ -1,0 +1,563 @@
+"""Blender <-> solver adapter: reads objects into numpy arrays, runs the solver, writes shape keys.
+
+Reading: a deformable body is its mesh at the start frame in world space (the add-on refuses
+modifiers and foreign shape keys, so the mesh data + evaluated world matrix *is* the evaluated
+mesh), triangulated through ``loop_triangles`` (n-gons included) and projected to the plane.
+Colliders keep their start-frame evaluated shape and move rigidly with their evaluated world
+matrix, sampled at every substep with ``frame_set(frame, subframe=...)``.
+
+Writing: one absolute shape key per frame (``use_relative = False``); the first key (the basis)
+is the untouched rest mesh, so frame_start shows the original coordinates bit for bit, and an
+``eval_time`` F-curve with LINEAR keys maps scene frames onto the keys.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import bpy
+import numpy as np
+
+from .solver import (Body, Collider, ConvergenceError, HalfPlane, Material, Pin, Scene,
+                     SimParams, Simulation, SolverInputError)
+
+KEY_PREFIX = "IPC_"
+# (first in-plane axis, second in-plane axis, out-of-plane axis) in world XYZ.
+PLANE_AXES = {"XZ": (0, 2, 1), "XY": (0, 1, 2)}
+FLAT_TOL_REL = 1e-4    # allowed out-of-plane spread relative to the body size
+FLAT_TOL_ABS = 1e-6    # ... but never below this [m] (float32 mesh coordinates)
+
+
+class IPCError(Exception):
+    """A user-facing problem with the scene; the message names the object and the problem."""
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+def _matrix(m) -> np.ndarray:
+    return np.array([list(row) for row in m], dtype=np.float64)
+
+
+def _transform(mat: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    return pts @ mat[:3, :3].T + mat[:3, 3]
+
+
+def _local_coords(mesh) -> np.ndarray:
+    co = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", co)
+    return co.reshape(-1, 3)
+
+
+def _triangles(mesh) -> np.ndarray:
+    mesh.calc_loop_triangles()
+    tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
+    mesh.loop_triangles.foreach_get("vertices", tris)
+    return tris.reshape(-1, 3)
+
+
+def fcurves_of(id_data):
+    """F-curves of an ID's action in Blender 3.x/4.x (Action.fcurves) and 5.x (channelbags)."""
+    anim = getattr(id_data, "animation_data", None)
+    action = anim.action if anim else None
+    if action is None:
+        return []
+    if hasattr(action, "fcurves"):
+        return list(action.fcurves)
+    slot = getattr(anim, "action_slot", None)
+    curves = []
+    for layer in action.layers:
+        for strip in layer.strips:
+            bag = strip.channelbag(slot) if slot is not None else None
+            if bag is not None:
+                curves.extend(bag.fcurves)
+    return curves
+
+
+def sim_dt(scene) -> float:
+    fps = scene.render.fps / scene.render.fps_base
+    return 1.0 / (fps * scene.ipc.substeps)
+
+
+def frame_range(scene) -> Tuple[int, int]:
+    s = scene.ipc
+    return (s.frame_start, s.frame_end) if s.use_frame_range else (scene.frame_start,
+                                                                    scene.frame_end)
+
+
+def is_our_bake(obj) -> bool:
+    key = obj.data.shape_keys if obj.type == "MESH" else None
+    return bool(key) and all(kb.name.startswith(KEY_PREFIX) for kb in key.key_blocks)
+
+
+# ----------------------------------------------------------------------------- selection
+
+def gather_objects(context, target: str):
+    """Bodies to bake (selected or all in the view layer) and all colliders of the view layer."""
+    objs = list(context.view_layer.objects)
+    pool = [o for o in objs if o.select_get()] if target == "SELECTED" else objs
+    bodies = [o for o in pool if o.type == "MESH" and o.ipc.role == "BODY"]
+    colliders = [o for o in objs if o.ipc.role == "COLLIDER"]
+    if not bodies:
+        where = "selected" if target == "SELECTED" else "in the scene"
+        raise IPCError(f"Nothing to bake: no mesh {where} has the IPC role 'Deformable Body'")
+    return sorted(bodies, key=lambda o: o.name), sorted(colliders, key=lambda o: o.name)
+
+
+def check_bakeable(context, bodies, colliders):
+    if context.mode != "OBJECT" or any(o.mode != "OBJECT" for o in bodies + colliders):
+        raise IPCError("Leave Edit Mode (switch to Object Mode) before baking")
+    for obj in bodies:
+        if obj.data.users > 1:
+            raise IPCError(f"'{obj.name}': its mesh '{obj.data.name}' is shared by "
+                           f"{obj.data.users} objects; make it single-user before baking")
+        mods = [m.name for m in obj.modifiers if m.show_viewport or m.show_render]
+        if mods:
+            raise IPCError(f"'{obj.name}': modifier '{mods[0]}' would be applied on top of the "
+                           "baked shape keys; apply or disable it before baking")
+        key = obj.data.shape_keys
+        if key and not is_our_bake(obj):
+            names = ", ".join(kb.name for kb in key.key_blocks[:3])
+            raise IPCError(f"'{obj.name}' has its own shape keys ({names}); the bake would "
+                           "overwrite them - remove them or bake a copy of the object")
+    for obj in colliders:
+        if obj.type != "MESH":
+            raise IPCError(f"Collider '{obj.name}' is a {obj.type.lower()}, not a mesh")
+
+
+# ----------------------------------------------------------------------------- reading
+
+@dataclass(frozen=True)
+class BodyInput:
+    name: str
+    local_rest: np.ndarray     # (n, 3) float32, mesh data coordinates (bit-exact original)
+    world_rest: np.ndarray     # (n, 3) float64 at the start frame
+    used: np.ndarray           # (k,) vertex indices referenced by triangles (= solver vertices)
+    triangles: np.ndarray      # (m, 3) indices into `used`
+    pinned: np.ndarray         # (p,) indices into `used`
+
+
+@dataclass(frozen=True)
+class ColliderInput:
+    name: str
+    local: np.ndarray          # (k, 3) start-frame evaluated vertices (object space)
+    edges: np.ndarray          # (l, 2) indices into `local`
+
+
+def _compact(tris: np.ndarray, n: int):
+    used = np.unique(tris)
+    remap = np.full(n, -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    return used, remap[tris]
+
+
+def _pinned_vertices(obj, mesh, group_name: str) -> np.ndarray:
+    if not group_name:
+        return np.zeros(0, dtype=np.int64)
+    group = obj.vertex_groups.get(group_name)
+    if group is None:
+        raise IPCError(f"'{obj.name}': pinned vertex group '{group_name}' does not exist")
+    gi = group.index
+    # Vertex-group membership has no foreach accessor; this runs once per bake, not per step.
+    return np.array([v.index for v in mesh.vertices
+                     if any(g.group == gi and g.weight > 0.0 for g in v.groups)], dtype=np.int64)
+
+
+def read_body(obj, plane: str) -> BodyInput:
+    u, v, w = PLANE_AXES[plane]
+    mesh = obj.data
+    if len(mesh.polygons) == 0:
+        raise IPCError(f"'{obj.name}' has no faces; a deformable body needs a filled mesh")
+    local = _local_coords(mesh)
+    world = _transform(_matrix(obj.matrix_world), local.astype(np.float64))
+    extent = float(np.ptp(world[:, [u, v]], axis=0).max())
+    spread = float(np.ptp(world[:, w]))
+    tol = max(FLAT_TOL_ABS, FLAT_TOL_REL * extent)
+    if spread > tol:
+        axis = "XYZ"[w]
+        raise IPCError(f"'{obj.name}' is not flat in the {plane} plane: its world {axis} "
+                       f"coordinates span {spread:.3g} m (tolerance {tol:.2g} m)")
+    used, tris = _compact(_triangles(mesh), len(local))
+    pins = _pinned_vertices(obj, mesh, obj.ipc.pin_group)
+    pinned = np.searchsorted(used, np.intersect1d(pins, used))
+    return BodyInput(obj.name, local, world, used, tris, pinned)
+
+
+def _collider_edges(mesh) -> np.ndarray:
+    edges = np.empty(len(mesh.edges) * 2, dtype=np.int64)
+    mesh.edges.foreach_get("vertices", edges)
+    loop_edges = np.empty(len(mesh.loops), dtype=np.int64)
+    mesh.loops.foreach_get("edge_index", loop_edges)
+    faces_per_edge = np.bincount(loop_edges, minlength=len(mesh.edges))
+    # Boundary edges (one face) and loose edges (no face); interior edges are hidden inside.
+    return edges.reshape(-1, 2)[faces_per_edge <= 1]
+
+
+def read_collider(obj, depsgraph, plane: str) -> ColliderInput:
+    ob_eval = obj.evaluated_get(depsgraph)
+    mesh = ob_eval.to_mesh()
+    try:
+        local = _local_coords(mesh).astype(np.float64)
+        edges = _collider_edges(mesh)
+    finally:
+        ob_eval.to_mesh_clear()
+    u, v, _ = PLANE_AXES[plane]
+    proj = _transform(_matrix(ob_eval.matrix_world), local)[:, [u, v]]
+    lengths = np.linalg.norm(proj[edges[:, 0]] - proj[edges[:, 1]], axis=1) if len(edges) else []
+    edges = edges[np.asarray(lengths) > 1e-9] if len(edges) else edges
+    if len(edges) == 0:
+        raise IPCError(f"Collider '{obj.name}' has no boundary or loose edges in the {plane} "
+                       "plane; give it a face or edges")
+    used, compact = _compact(edges, len(local))
+    return ColliderInput(obj.name, local[used], compact)
+
+
+def sample_matrices(context, objects, frame_start: int, n_steps: int, substeps: int):
+    """(n_steps+1, len(objects), 4, 4) evaluated world matrices, one sample per substep.
+
+    Keyframes, parents, constraints and drivers all count because the depsgraph is evaluated.
+    The caller restores the current frame.
+    """
+    scene = context.scene
+    out = np.empty((n_steps + 1, len(objects), 4, 4))
+    for i in range(n_steps + 1):
+        frame, sub = divmod(i, substeps)
+        scene.frame_set(frame_start + frame, subframe=sub / substeps)
+        depsgraph = context.evaluated_depsgraph_get()
+        for j, obj in enumerate(objects):
+            out[i, j] = _matrix(obj.evaluated_get(depsgraph).matrix_world)
+    return out
+
+
+# ----------------------------------------------------------------------------- solver scene
+
+def _material(obj) -> Material:
+    s = obj.ipc
+    return Material(E=s.youngs_modulus, nu=s.poisson_ratio, density=s.density, mu=s.friction)
+
+
+def _gravity(scene) -> Tuple[float, float]:
+    s = scene.ipc
+    if not s.use_scene_gravity:
+        return (float(s.gravity[0]), float(s.gravity[1]))
+    u, v, _ = PLANE_AXES[s.plane]
+    g = scene.gravity if scene.use_gravity else (0.0, 0.0, 0.0)
+    return (float(g[u]), float(g[v]))
+
+
+def sim_params(scene, bodies_2d: List[np.ndarray]) -> SimParams:
+    s = scene.ipc
+    if s.dhat_mode == "RELATIVE":
+        pts = np.concatenate(bodies_2d)
+        dhat = s.dhat_relative * float(np.linalg.norm(np.ptp(pts, axis=0)))
+    else:
+        dhat = s.dhat
+    return SimParams(dt=sim_dt(scene), dhat=dhat, kappa=None if s.kappa_auto else s.kappa,
+                     formulation=s.formulation, eps_v=s.eps_v, newton_tol=s.newton_tol,
+                     max_newton_iters=s.max_newton_iters, gravity=_gravity(scene), strict=True)
+
+
+def _project(mats: np.ndarray, local: np.ndarray, axes) -> np.ndarray:
+    """(T,4,4) matrices x (k,3) points -> (T,k,2) in-plane positions."""
+    world = np.einsum("tij,kj->tki", mats[:, :3, :3], local) + mats[:, None, :3, 3]
+    return world[:, :, list(axes)]
+
+
+def build_scene(scene, bodies: List[BodyInput], colliders: List[ColliderInput],
+                materials, mats: np.ndarray, times: np.ndarray) -> Scene:
+    """mats: (T, n_bodies + n_colliders, 4, 4) sampled matrices, bodies first."""
+    u, v, _ = PLANE_AXES[scene.ipc.plane]
+    solver_bodies = []
+    for j, b in enumerate(bodies):
+        pins = ()
+        if len(b.pinned):
+            local = b.local_rest[b.used[b.pinned]].astype(np.float64)
+            pins = (Pin(b.pinned.copy(), times, _project(mats[:, j], local, (u, v))),)
+        solver_bodies.append(Body(b.name, b.world_rest[b.used][:, [u, v]], b.triangles,
+                                  materials[j], pins=pins))
+    solver_colliders = []
+    for j, c in enumerate(colliders):
+        pos = _project(mats[:, len(bodies) + j], c.local, (u, v))
+        solver_colliders.append(Collider(c.name, pos[0].copy(), c.edges, times, pos,
+                                         mu=materials[len(bodies) + j].mu))
+    planes = ()
+    if scene.ipc.use_ground:
+        planes = (HalfPlane(point=(0.0, scene.ipc.ground_height), normal=(0.0, 1.0),
+                            mu=scene.ipc.ground_friction),)
+    params = sim_params(scene, [sb.vertices for sb in solver_bodies])
+    return Scene(tuple(solver_bodies), tuple(solver_colliders), planes, params)
+
+
+# ----------------------------------------------------------------------------- signature
+
+_TRANSFORM_CHANNELS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle",
+                       "scale", "delta_location", "delta_rotation_euler",
+                       "delta_rotation_quaternion", "delta_scale")
+
+
+def _motion_signature(obj, h):
+    """What determines an object's motion, without evaluating frames: F-curve keys, the values of
+    un-animated transform channels, parenting, constraints and drivers."""
+    while obj is not None:
+        curves = fcurves_of(obj)
+        anim = obj.animation_data
+        drivers = list(anim.drivers) if anim else []
+        animated = {(fc.data_path, fc.array_index) for fc in curves + drivers}
+        for fc in sorted(curves, key=lambda c: (c.data_path, c.array_index)):
+            pts = np.empty(len(fc.keyframe_points) * 2, dtype=np.float32)
+            fc.keyframe_points.foreach_get("co", pts)
+            h.update(f"{fc.data_path}{fc.array_index}{fc.extrapolation}".encode())
+            h.update(pts.tobytes())
+            h.update(",".join(k.interpolation for k in fc.keyframe_points).encode())
+        for path in _TRANSFORM_CHANNELS:
+            values = getattr(obj, path)
+            h.update(repr([round(float(x), 9) for i, x in enumerate(values)
+                           if (path, i) not in animated]).encode())
+        h.update(f"{obj.rotation_mode}{obj.parent_type}{obj.parent_bone}".encode())
+        h.update(_matrix(obj.matrix_parent_inverse).tobytes())
+        for con in obj.constraints:
+            h.update(f"{con.type}{con.influence}{con.mute}"
+                     f"{getattr(getattr(con, 'target', None), 'name', '')}".encode())
+        for drv in drivers:
+            h.update(f"{drv.data_path}{drv.array_index}{drv.driver.expression}".encode())
+        obj = obj.parent
+
+
+def input_signature(scene, bodies, colliders) -> str:
+    """Hash of meshes, materials, collider motion and settings (cheap: no frame evaluation)."""
+    h = hashlib.sha1()
+    settings = scene.ipc
+    for name in sorted(settings.bl_rna.properties.keys()):
+        if name not in ("rna_type", "name") and not name.startswith("stat_"):
+            value = getattr(settings, name)
+            if not isinstance(value, (str, int, float, bool)):
+                value = tuple(value)  # vector properties
+            h.update(f"{name}={value};".encode())
+    h.update(f"{frame_range(scene)}{scene.render.fps}/{scene.render.fps_base}"
+             f"{tuple(scene.gravity)}{scene.use_gravity}".encode())
+    for obj in list(bodies) + list(colliders):
+        s = obj.ipc
+        h.update(f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}"
+                 f"{s.friction}{s.pin_group}".encode())
+        h.update(_local_coords(obj.data).tobytes())
+        loops = np.empty(len(obj.data.loops), dtype=np.int32)
+        obj.data.loops.foreach_get("vertex_index", loops)
+        h.update(loops.tobytes())
+        _motion_signature(obj, h)
+    return h.hexdigest()
+
+
+def is_outdated(context, obj) -> bool:
+    """True if the inputs of obj's bake changed. Objects baked together share one stored hash,
+    which identifies the group to re-hash together with the current colliders."""
+    if not obj.ipc.is_baked:
+        return False
+    objs = list(context.view_layer.objects)
+    group = sorted((o for o in objs if o.type == "MESH" and o.ipc.is_baked
+                    and o.ipc.bake_hash == obj.ipc.bake_hash), key=lambda o: o.name)
+    colliders = sorted((o for o in objs if o.ipc.role == "COLLIDER"), key=lambda o: o.name)
+    try:
+        return input_signature(context.scene, group, colliders) != obj.ipc.bake_hash
+    except (AttributeError, TypeError):  # e.g. a collider that is no mesh
+        return True
+
+
+# ----------------------------------------------------------------------------- writing
+
+def _remove_key_action(key):
+    action = key.animation_data.action if key.animation_data else None
+    key.animation_data_clear()
+    if action is not None and action.users == 0:
+        bpy.data.actions.remove(action)
+
+
+def _set_linear(id_data, data_path: str):
+    for fc in fcurves_of(id_data):
+        if fc.data_path == data_path:
+            for kp in fc.keyframe_points:
+                kp.interpolation = "LINEAR"
+            fc.update()
+
+
+def delete_bake(obj):
+    """Remove the bake: shape keys, their Key datablock and the eval_time action."""
+    if obj.type != "MESH" or obj.data.shape_keys is None:
+        obj.ipc.is_baked = False
+        return
+    if not is_our_bake(obj):
+        raise IPCError(f"'{obj.name}' has shape keys that are not an IPC bake; not deleting them")
+    _remove_key_action(obj.data.shape_keys)
+    obj.shape_key_clear()
+    s = obj.ipc
+    s.is_baked, s.bake_hash, s.bake_partial, s.bake_message = False, "", False, ""
+
+
+def to_local_frames(body: BodyInput, positions: np.ndarray, mats: np.ndarray, plane: str):
+    """Solver positions (F, k, 2) -> object-local coordinates (F, n, 3) float32.
+
+    The out-of-plane coordinate and vertices outside the triangles keep their rest values.
+    mats: (F, 4, 4) the object's world matrix at each frame.
+    """
+    u, v, _ = PLANE_AXES[plane]
+    world = np.repeat(body.world_rest[None], len(positions), axis=0)
+    world[:, body.used[:, None], [u, v]] = positions
+    inv = np.linalg.inv(mats)
+    local = np.einsum("fij,fnj->fni", inv[:, :3, :3], world) + inv[:, None, :3, 3]
+    return local.astype(np.float32)
+
+
+def write_bake(obj, local_frames: np.ndarray, frame_start: int):
+    """One absolute shape key per frame; key 0 is the untouched rest mesh (= frame_start)."""
+    if obj.data.shape_keys is not None:
+        delete_bake(obj)
+    basis = obj.shape_key_add(name=f"{KEY_PREFIX}{frame_start:05d}", from_mix=False)
+    key = obj.data.shape_keys
+    key.use_relative = False
+    blocks = [basis]
+    for k in range(1, len(local_frames)):
+        kb = obj.shape_key_add(name=f"{KEY_PREFIX}{frame_start + k:05d}", from_mix=False)
+        kb.data.foreach_set("co", local_frames[k].ravel())
+        blocks.append(kb)
+    for kb in blocks:
+        kb.interpolation = "KEY_LINEAR"
+    key.animation_data_create()
+    for k, kb in enumerate(blocks):
+        # kb.frame is where Blender placed the key on the eval_time axis (steps of ~10).
+        key.eval_time = kb.frame
+        key.keyframe_insert("eval_time", frame=frame_start + k)
+    _set_linear(key, "eval_time")
+    key.animation_data.action.name = f"{KEY_PREFIX}{obj.name}"
+    obj.active_shape_key_index = 0
+    obj.data.update()
+
+
+# ----------------------------------------------------------------------------- bake job
+
+@dataclass
+class BakeStats:
+    frames: int = 0
+    wall_time: float = 0.0
+    newton_iters: int = 0
+    min_distance: float = math.inf
+
+
+class BakeJob:
+    """A bake in progress: everything is read up front, nothing in the scene changes until
+    :meth:`finish`, so cancelling is just dropping the job."""
+
+    def __init__(self, context, target: str = "SELECTED"):
+        scene = context.scene
+        self.scene = scene
+        self.body_objs, self.collider_objs = gather_objects(context, target)
+        check_bakeable(context, self.body_objs, self.collider_objs)
+        self.frame_start, self.frame_end = frame_range(scene)
+        if self.frame_end <= self.frame_start:
+            raise IPCError(f"Frame range {self.frame_start}..{self.frame_end} is empty; "
+                           "the end frame must come after the start frame")
+        self.substeps = scene.ipc.substeps
+        self.n_frames = self.frame_end - self.frame_start + 1
+        self.signature = input_signature(scene, self.body_objs, self.collider_objs)
+        self.inputs, self.frame_mats, self.solver_scene = self._read(context)
+        try:
+            self.sim = Simulation(self.solver_scene)
+        except SolverInputError as err:
+            raise IPCError(f"Invalid simulation input: {err}") from err
+        self.frames = [[b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])]
+                        for b in self.inputs]]
+        self.stats = BakeStats(frames=1)
+        self.failure: Optional[str] = None
+        self.started = time.perf_counter()
+
+    def _read(self, context):
+        scene = context.scene
+        plane = scene.ipc.plane
+        frame, subframe = scene.frame_current, scene.frame_subframe
+        n_steps = (self.n_frames - 1) * self.substeps
+        try:
+            scene.frame_set(self.frame_start)
+            depsgraph = context.evaluated_depsgraph_get()
+            bodies = [read_body(o, plane) for o in self.body_objs]
+            colliders = [read_collider(o, depsgraph, plane) for o in self.collider_objs]
+            mats = sample_matrices(context, self.body_objs + self.collider_objs,
+                                   self.frame_start, n_steps, self.substeps)
+        finally:
+            scene.frame_set(frame, subframe=subframe)
+        times = np.arange(n_steps + 1) * sim_dt(scene)
+        materials = [_material(o) for o in self.body_objs + self.collider_objs]
+        solver_scene = build_scene(scene, bodies, colliders, materials, mats, times)
+        frame_mats = mats[::self.substeps, :len(bodies)]
+        return bodies, frame_mats, solver_scene
+
+    @property
+    def frames_done(self) -> int:
+        return len(self.frames)
+
+    @property
+    def done(self) -> bool:
+        return self.failure is not None or self.frames_done >= self.n_frames
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def estimate_remaining(self) -> float:
+        computed = self.frames_done - 1
+        if computed <= 0:
+            return math.nan
+        return self.elapsed() / computed * (self.n_frames - self.frames_done)
+
+    def step_frame(self):
+        """Advance one frame (all its substeps). Solver failures end the job with a message."""
+        frame = self.frame_start + self.frames_done
+        try:
+            for _ in range(self.substeps):
+                st = self.sim.step()
+                self.stats.newton_iters += st.newton_iters
+                self.stats.min_distance = min(self.stats.min_distance, st.min_distance)
+        except (ConvergenceError, SolverInputError, FloatingPointError) as err:
+            self.failure = f"Solver failed at frame {frame}: {err}"
+            return
+        self.frames.append([self.sim.body_positions(i).copy() for i in range(len(self.inputs))])
+        self.stats.frames = self.frames_done
+
+    def step(self, budget: Optional[float] = None) -> bool:
+        """Compute frames until done or `budget` seconds have passed; returns ``done``."""
+        t0 = time.perf_counter()
+        while not self.done:
+            self.step_frame()
+            if budget is not None and time.perf_counter() - t0 >= budget:
+                break
+        return self.done
+
+    def run(self) -> bool:
+        return self.step(None)
+
+    def finish(self, keep_partial: bool = False) -> bool:
+        """Write the keys (all frames, or the partial result if allowed). Returns True if
+        anything was written."""
+        self.stats.wall_time = self.elapsed()
+        partial = self.failure is not None
+        if partial and (not keep_partial or self.frames_done < 2):
+            return False
+        plane = self.scene.ipc.plane
+        n = self.frames_done
+        for j, (obj, body) in enumerate(zip(self.body_objs, self.inputs)):
+            positions = np.stack([f[j] for f in self.frames])
+            local = to_local_frames(body, positions, self.frame_mats[:n, j], plane)
+            write_bake(obj, local, self.frame_start)
+            s = obj.ipc
+            s.is_baked, s.bake_hash, s.bake_partial = True, self.signature, partial
+            s.bake_frame_start, s.bake_frame_end = self.frame_start, self.frame_start + n - 1
+            s.bake_message = self.failure or ""
+        self._record_stats()
+        return True
+
+    def _record_stats(self):
+        s = self.scene.ipc
+        s.stat_frames = self.frames_done
+        s.stat_wall_time = self.stats.wall_time
+        s.stat_newton_iters = self.stats.newton_iters
+        s.stat_min_distance = (self.stats.min_distance if math.isfinite(self.stats.min_distance)
+                               else -1.0)
+        s.stat_message = self.failure or ""

@@ -1,0 +1,92 @@
+"""Example scenes built in the current .blend file."""
+import bpy
+import numpy as np
+
+SIDE = 0.45
+TOP_CENTRE = (0.0, 0.0)           # (x, z)
+BOTTOM_CENTRE = (0.045, -0.495)   # top centre shifted by (0.045, -0.495)
+CEILING_START, CEILING_STOP, CEILING_SPEED = 0.27, -0.7, 0.5   # [m], [m], [m/s] downwards
+GROUND = -1.0
+
+
+def _grid_square(name, side, n_seg, centre_xz):
+    """n_seg x n_seg quads in the XZ plane (local y = 0), object located at the centre."""
+    t = np.linspace(-side / 2, side / 2, n_seg + 1)
+    xs, zs = np.meshgrid(t, t)
+    verts = np.column_stack([xs.ravel(), np.zeros(xs.size), zs.ravel()])
+    i, j = np.meshgrid(np.arange(n_seg), np.arange(n_seg))
+    a = (j * (n_seg + 1) + i).ravel()
+    quads = np.column_stack([a, a + 1, a + n_seg + 2, a + n_seg + 1])
+    return _mesh_object(name, verts, quads, (centre_xz[0], 0.0, centre_xz[1]))
+
+
+def _mesh_object(name, verts, faces, location, edges=()):
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata([tuple(map(float, v)) for v in verts], list(edges),
+                     [tuple(map(int, f)) for f in faces])
+    mesh.update()
+    obj = bpy.data.objects.new(name, mesh)
+    obj.location = location
+    return obj
+
+
+def _set_body(obj):
+    s = obj.ipc
+    s.role = "BODY"
+    s.material_preset = "CUSTOM"
+    s.youngs_modulus, s.poisson_ratio, s.density, s.friction = 1e5, 0.4, 1000.0, 0.4
+
+
+def _animate_ceiling(obj, scene, fps):
+    """Linear descent at CEILING_SPEED from the start frame until CEILING_STOP, then rest."""
+    start = scene.frame_start
+    stop = start + (CEILING_START - CEILING_STOP) / CEILING_SPEED * fps
+    for frame, z in ((start, CEILING_START), (stop, CEILING_STOP)):
+        obj.location.z = z
+        obj.keyframe_insert("location", index=2, frame=frame)
+    from .adapter import fcurves_of
+    for fc in fcurves_of(obj):
+        for kp in fc.keyframe_points:
+            kp.interpolation = "LINEAR"
+        fc.update()
+    obj.location.z = CEILING_START
+
+
+def build_compressing_squares(context, n_seg=8, fps=25, substeps=4, n_frames=61):
+    """Two squares (side 0.45 m) in the XZ plane squeezed by a frictionless ceiling that descends
+    at 0.5 m/s from z=0.27 to z=-0.7, above a ground line at z=-1. Time step 1/(fps*substeps)
+    (0.01 s by default). Returns (top, bottom, ceiling)."""
+    scene = context.scene
+    collection = scene.collection
+    scene.render.fps, scene.render.fps_base = fps, 1.0
+    scene.frame_start, scene.frame_end = 1, n_frames
+    scene.frame_set(scene.frame_start)
+    scene.use_gravity, scene.gravity = True, (0.0, 0.0, -9.81)
+
+    top = _grid_square("IPC_Square_Top", SIDE, n_seg, TOP_CENTRE)
+    bottom = _grid_square("IPC_Square_Bottom", SIDE, n_seg, BOTTOM_CENTRE)
+    # Ceiling: a 2 m wide slab whose lower edge is the contact surface.
+    ceiling = _mesh_object("IPC_Ceiling", [(-1, 0, 0), (1, 0, 0), (1, 0, 0.1), (-1, 0, 0.1)],
+                           [(0, 1, 2, 3)], (0.0, 0.0, CEILING_START))
+    ground = _mesh_object("IPC_Ground_Visual", [(-1.5, 0, -0.1), (1.5, 0, -0.1), (1.5, 0, 0),
+                                                (-1.5, 0, 0)], [(0, 1, 2, 3)], (0, 0, GROUND))
+    for obj in (top, bottom, ceiling, ground):
+        collection.objects.link(obj)
+    for obj in (top, bottom):
+        _set_body(obj)
+    ceiling.ipc.role, ceiling.ipc.friction = "COLLIDER", 0.0
+    _animate_ceiling(ceiling, scene, fps)
+
+    s = scene.ipc
+    s.plane, s.use_frame_range, s.substeps = "XZ", False, substeps
+    s.use_scene_gravity = True
+    s.dhat_mode, s.dhat = "ABSOLUTE", 0.01
+    s.kappa_auto, s.kappa, s.formulation = False, 1e5, "original"
+    s.eps_v, s.newton_tol = 1e-3, 1e-2
+    s.use_ground, s.ground_height, s.ground_friction = True, GROUND, 0.4
+
+    context.view_layer.update()  # syncs the view layer with the newly linked objects
+    for obj in context.view_layer.objects:
+        obj.select_set(obj in (top, bottom))
+    context.view_layer.objects.active = top
+    return top, bottom, ceiling

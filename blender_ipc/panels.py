@@ -1,0 +1,136 @@
+"""Panels in Properties > Physics and in the 3D view sidebar (tab "IPC")."""
+import bpy
+
+from . import adapter
+from .operators import RunningBake, _progress_text
+
+
+def draw_object(layout, context, obj):
+    s = obj.ipc
+    layout.prop(s, "role")
+    if s.role == "NONE":
+        return
+    col = layout.column(align=True)
+    if s.role == "BODY":
+        col.prop(s, "material_preset")
+        col.prop(s, "youngs_modulus")
+        col.prop(s, "poisson_ratio")
+        col.prop(s, "density")
+    col.prop(s, "friction")
+    if s.role == "BODY" and obj.type == "MESH":
+        layout.prop_search(s, "pin_group", obj, "vertex_groups")
+    if s.is_baked:
+        box = layout.box()
+        state = "partial bake" if s.bake_partial else "baked"
+        box.label(text=f"{state}: frames {s.bake_frame_start}-{s.bake_frame_end}",
+                  icon="CHECKMARK")
+        if adapter.is_outdated(context, obj):
+            box.label(text="Outdated: inputs changed since the bake", icon="ERROR")
+        if s.bake_message:
+            box.label(text=s.bake_message, icon="ERROR")
+
+
+def draw_scene(layout, context):
+    s = context.scene.ipc
+    col = layout.column()
+    col.prop(s, "plane")
+    col.prop(s, "use_frame_range")
+    if s.use_frame_range:
+        row = col.row(align=True)
+        row.prop(s, "frame_start")
+        row.prop(s, "frame_end")
+    col.prop(s, "substeps")
+    col.label(text=f"Time step: {adapter.sim_dt(context.scene) * 1000:.3g} ms")
+    col.prop(s, "use_scene_gravity")
+    if not s.use_scene_gravity:
+        col.prop(s, "gravity")
+    col.prop(s, "dhat_mode")
+    col.prop(s, "dhat_relative" if s.dhat_mode == "RELATIVE" else "dhat")
+    col.prop(s, "kappa_auto")
+    if not s.kappa_auto:
+        col.prop(s, "kappa")
+    col.prop(s, "formulation")
+    col.prop(s, "eps_v")
+    col.prop(s, "newton_tol")
+    col.prop(s, "max_newton_iters")
+    col.prop(s, "use_ground")
+    if s.use_ground:
+        row = col.row(align=True)
+        row.prop(s, "ground_height")
+        row.prop(s, "ground_friction")
+    col.prop(s, "keep_partial")
+
+
+def draw_bake(layout, context):
+    s = context.scene.ipc
+    job = RunningBake.job
+    if job is not None:
+        layout.label(text=_progress_text(job), icon="TIME")
+        layout.operator("ipc.cancel_bake", icon="CANCEL")
+        return
+    row = layout.row(align=True)
+    row.operator("ipc.bake", icon="PHYSICS")
+    row.operator("ipc.delete_bake", icon="TRASH")
+    if s.stat_frames:
+        box = layout.box()
+        box.label(text=f"Last bake: {s.stat_frames} frames in {s.stat_wall_time:.1f} s")
+        box.label(text=f"Newton iterations: {s.stat_newton_iters}")
+        dist = "none in range" if s.stat_min_distance < 0 else f"{s.stat_min_distance:.3g} m"
+        box.label(text=f"Smallest distance: {dist}")
+        if s.stat_message:
+            box.label(text=s.stat_message, icon="ERROR")
+
+
+class IPC_PT_physics(bpy.types.Panel):
+    bl_label = "IPC 2D Simulation"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None
+
+    def draw(self, context):
+        draw_object(self.layout, context, context.object)
+        draw_bake(self.layout, context)
+
+
+class IPC_PT_physics_scene(bpy.types.Panel):
+    bl_label = "Scene Settings"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+    bl_parent_id = "IPC_PT_physics"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        draw_scene(self.layout, context)
+
+
+class IPC_PT_sidebar(bpy.types.Panel):
+    bl_label = "IPC 2D Simulation"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "IPC"
+
+    def draw(self, context):
+        if context.object is not None:
+            draw_object(self.layout, context, context.object)
+        draw_bake(self.layout, context)
+        self.layout.operator("ipc.add_example", icon="ADD")
+
+
+class IPC_PT_sidebar_scene(bpy.types.Panel):
+    bl_label = "Scene Settings"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "IPC"
+    bl_parent_id = "IPC_PT_sidebar"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        draw_scene(self.layout, context)
+
+
+CLASSES = (IPC_PT_physics, IPC_PT_physics_scene, IPC_PT_sidebar, IPC_PT_sidebar_scene)
