@@ -24,7 +24,7 @@ import numpy as np
 from .solver import (Body, Collider, ConvergenceError, HalfPlane, Material, Pin, Scene,
                      SimParams, Simulation, SolverInputError)
 
-KEY_PREFIX = "IPC_"
+KEY_PREFIX = "IPC_Bake_"
 # (first in-plane axis, second in-plane axis, out-of-plane axis) in world XYZ.
 PLANE_AXES = {"XZ": (0, 2, 1), "XY": (0, 1, 2)}
 FLAT_TOL_REL = 1e-4    # allowed out-of-plane spread relative to the body size
