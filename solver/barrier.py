@@ -17,7 +17,7 @@ arguments and the out-of-range values are selected with ``np.where``.
 """
 import numpy as np
 
-from .distance import distance_sq, distance_sq_gradient, distance_sq_hessian
+from .distance import distance_sq, distance_sq_derivatives, distance_sq_gradient
 from .linalg import project_psd
 
 
@@ -64,12 +64,18 @@ def pe_gradient(X, case, coef, dhat):
 
 def pe_hessian(X, case, coef, dhat, project=True):
     """Per-stencil Hessians (n, 6, 6), PSD-projected unless project=False."""
+    return pe_gradient_hessian(X, case, coef, dhat, project)[1]
+
+
+def pe_gradient_hessian(X, case, coef, dhat, project=True):
+    """Per-stencil gradients (n, 6) and Hessians (n, 6, 6) in one pass."""
     inv = 1.0 / (dhat * dhat)
-    s = distance_sq(X, case) * inv
-    g = distance_sq_gradient(X, case)
-    H = (coef * barrier_d2(s) * inv * inv)[:, None, None] * np.einsum("ni,nj->nij", g, g)
-    H += (coef * barrier_d1(s) * inv)[:, None, None] * distance_sq_hessian(X, case)
-    return project_psd(H) if project else H
+    d2, g, H = distance_sq_derivatives(X, case)
+    s = d2 * inv
+    d1 = coef * barrier_d1(s) * inv
+    H *= d1[:, None, None]
+    H += (coef * barrier_d2(s) * inv * inv)[:, None, None] * np.einsum("ni,nj->nij", g, g)
+    return d1[:, None] * g, (project_psd(H) if project else H)
 
 
 def pe_contact_force(X, case, coef, dhat):

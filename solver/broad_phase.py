@@ -8,6 +8,8 @@ of primitives.  The brute-force all-pairs version is kept as a test oracle.
 """
 import numpy as np
 
+BRUTE_FORCE_MAX = 4096   # point-edge box tests below which the dense test is used
+
 
 def point_boxes(x0, x1, pad):
     """Boxes (P, 2) lo/hi of points moving from x0 to x1 (P,2), inflated by pad."""
@@ -49,6 +51,9 @@ def candidates(plo, phi, elo, ehi, cell=None):
     """
     if len(plo) == 0 or len(elo) == 0:
         return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    if len(plo) * len(elo) <= BRUTE_FORCE_MAX:
+        # tiny scenes: one dense comparison beats the hashing overhead
+        return candidates_brute_force(plo, phi, elo, ehi)
     if cell is None:
         cell = _cell_size(plo, phi, elo, ehi)
     origin = np.minimum(plo.min(axis=0), elo.min(axis=0))

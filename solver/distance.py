@@ -104,25 +104,42 @@ def distance_sq_gradient(X, case):
 
 def distance_sq_hessian(X, case):
     """Hessian of the squared distance, (n, 6, 6)."""
+    return distance_sq_derivatives(X, case)[2]
+
+
+def distance_sq_derivatives(X, case):
+    """Squared distance (n,), gradient (n,6) and Hessian (n,6,6) in one pass
+    (shares the case split and the cross-product parts)."""
     n = len(X)
+    d2 = np.empty(n)
+    g = np.zeros((n, 6))
     H = np.zeros((n, 6, 6))
     pp = case != PL
     if pp.any():
+        rows = np.flatnonzero(pp)
+        diff = X[pp, 0] - _pp_other(X[pp], case[pp])
+        d2[pp] = np.einsum("ni,ni->n", diff, diff)
+        g[pp, 0:2] = 2.0 * diff
+        col = np.where(case[pp] == PP1, 4, 2)
+        g[rows, col] = -2.0 * diff[:, 0]
+        g[rows, col + 1] = -2.0 * diff[:, 1]
         H[pp] = _HESS_PP[case[pp].astype(np.intp)]
     line = ~pp
     if line.any():
         a, e, c, L = _line_parts(X[line])
         gc, gL = _grad_c_and_L(a, e)
         cL = c / L
-        outer = lambda u, v: np.einsum("ni,nj->nij", u, v)  # noqa: E731
+        d2[line] = c * cL
+        g[line] = (2.0 * cL)[:, None] * gc - (cL * cL)[:, None] * gL
+        gcL = np.einsum("ni,nj->nij", gc, gL)
         H[line] = (
-            (2.0 / L)[:, None, None] * outer(gc, gc)
+            (2.0 / L)[:, None, None] * np.einsum("ni,nj->nij", gc, gc)
             + (2.0 * cL)[:, None, None] * _HESS_C
-            - (2.0 * cL / L)[:, None, None] * (outer(gc, gL) + outer(gL, gc))
+            - (2.0 * cL / L)[:, None, None] * (gcL + np.swapaxes(gcL, 1, 2))
             - (cL * cL)[:, None, None] * _HESS_L
-            + (2.0 * cL * cL / L)[:, None, None] * outer(gL, gL)
+            + (2.0 * cL * cL / L)[:, None, None] * np.einsum("ni,nj->nij", gL, gL)
         )
-    return H
+    return d2, g, H
 
 
 def closest_point_parameter(X, case):

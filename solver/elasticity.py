@@ -23,11 +23,14 @@ class ElasticElements:
 
     tris: (m, 3) global vertex indices; area: (m,) rest areas;
     D: (m, 3, 2) shape-function gradients (F = sum_a x_a D_a^T);
+    B: (m, 4, 6) the same as the linear map vec(F) = B x_local
+       (vec row-major: F_ij at 2i+j; x_local = [x0, y0, x1, y1, x2, y2]);
     mu, lam: (m,) Lame parameters.
     """
     tris: np.ndarray
     area: np.ndarray
     D: np.ndarray
+    B: np.ndarray
     mu: np.ndarray
     lam: np.ndarray
 
@@ -47,7 +50,8 @@ def make_elements(rest, tris, E, nu):
     Dm_inv = np.linalg.inv(Dm)
     D = np.concatenate([-Dm_inv.sum(axis=1, keepdims=True), Dm_inv], axis=1)  # (m,3,2)
     mu, lam = lame(np.broadcast_to(E, det.shape), np.broadcast_to(nu, det.shape))
-    return ElasticElements(tris, 0.5 * det, D, mu, lam)
+    B = np.einsum("ik,naj->nijak", np.eye(2), D).reshape(len(tris), 4, 6)
+    return ElasticElements(tris, 0.5 * det, D, B, mu, lam)
 
 
 def deformation_gradient(el, x):
@@ -90,8 +94,8 @@ def gradient(el, x):
     """Per-element gradients (m, 6) in the vertex order of el.tris."""
     F = deformation_gradient(el, x)
     J = _det(F)
-    P = _stress(el, F, J, _cofactor(F))
-    return np.einsum("n,nij,naj->nai", el.area, P, el.D).reshape(len(F), 6)
+    P = _stress(el, F, J, _cofactor(F)).reshape(len(F), 1, 4)
+    return el.area[:, None] * (P @ el.B)[:, 0]
 
 
 # d^2 J / dF_ij dF_kl for J = F00 F11 - F01 F10
@@ -99,6 +103,56 @@ _D2J = np.zeros((2, 2, 2, 2))
 _D2J[0, 0, 1, 1] = _D2J[1, 1, 0, 0] = 1.0
 _D2J[0, 1, 1, 0] = _D2J[1, 0, 0, 1] = -1.0
 _I4 = np.einsum("ik,jl->ijkl", np.eye(2), np.eye(2))
+
+
+# Orthonormal bases of the +1 / -1 eigenspaces of d2J (vec row-major):
+# E+ = conformal directions (rotation/scale), E- = anti-conformal (shear/flip).
+_UP = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, -1.0, 0.0]]) / np.sqrt(2.0)
+_UM = np.array([[1.0, 0.0, 0.0, -1.0], [0.0, 1.0, 1.0, 0.0]]) / np.sqrt(2.0)
+
+
+def projected_stress_derivative(el, F):
+    """dP/dF (m, 4, 4) with negative eigenvalues clamped, in closed form.
+
+    dP/dF = mu I + phi'' g g^T + phi' d2J with g = d2J vec(F) (J is quadratic).
+    Split vec(F) = f+ + f- over the eigenspaces of d2J (eigenvalues +-1):
+    g = f+ - f-, so the direction in E+ orthogonal to f+ has eigenvalue
+    mu + phi', the one in E- orthogonal to f- has mu - phi', and the plane
+    spanned by f+, f- carries the 2x2 block
+    [[mu + phi' + phi'' |f+|^2, -phi'' |f+||f-|], [., mu - phi' + phi'' |f-|^2]].
+    """
+    m = len(F)
+    f = F.reshape(m, 4)
+    J = _det(F)
+    lnJ = np.log(J)
+    d1 = (el.lam * lnJ - el.mu) / J
+    d2 = (el.mu + el.lam - el.lam * lnJ) / (J * J)
+    a = f @ _UP.T                                   # (m,2) coordinates of f+ in E+
+    b = f @ _UM.T                                   # (m,2) coordinates of f- in E-
+    na = np.linalg.norm(a, axis=1)
+    nb = np.linalg.norm(b, axis=1)
+    a_dir = a / na[:, None]                         # J > 0 implies f+ != 0
+    b_dir = np.where((nb > 1e-300)[:, None], b / np.where(nb > 1e-300, nb, 1.0)[:, None], [1.0, 0.0])
+    vp = a_dir @ _UP                                # unit f+ direction (m,4)
+    vm = b_dir @ _UM                                # unit f- direction
+    wp = np.stack([-a_dir[:, 1], a_dir[:, 0]], axis=1) @ _UP   # E+ orthogonal to f+
+    wm = np.stack([-b_dir[:, 1], b_dir[:, 0]], axis=1) @ _UM   # E- orthogonal to f-
+    # 2x2 block on (vp, vm), symmetric [[p, q], [q, r]]
+    p = el.mu + d1 + d2 * na * na
+    r = el.mu - d1 + d2 * nb * nb
+    q = -d2 * na * nb
+    half_tr, half_diff = 0.5 * (p + r), 0.5 * (p - r)
+    rad = np.sqrt(half_diff * half_diff + q * q)
+    l1, l2 = half_tr + rad, half_tr - rad
+    theta = 0.5 * np.arctan2(2.0 * q, p - r)        # eigenvector of l1: (cos, sin)
+    c, s = np.cos(theta), np.sin(theta)
+    e1 = c[:, None] * vp + s[:, None] * vm
+    e2 = -s[:, None] * vp + c[:, None] * vm
+
+    def outer(v, lam):
+        return np.maximum(lam, 0.0)[:, None, None] * (v[:, :, None] * v[:, None, :])
+
+    return outer(e1, l1) + outer(e2, l2) + outer(wp, el.mu + d1) + outer(wm, el.mu - d1)
 
 
 def stress_derivative(el, F):
@@ -113,13 +167,19 @@ def stress_derivative(el, F):
             + d1[:, None, None, None, None] * _D2J)
 
 
+def gradient_hessian(el, x, project=True):
+    """Per-element gradients (m, 6) and Hessians (m, 6, 6) sharing F."""
+    F = deformation_gradient(el, x)
+    m = len(F)
+    J = _det(F)
+    cof = _cofactor(F)
+    P = _stress(el, F, J, cof).reshape(m, 1, 4)
+    C = projected_stress_derivative(el, F) if project else stress_derivative(el, F).reshape(m, 4, 4)
+    BT = np.swapaxes(el.B, 1, 2)
+    return el.area[:, None] * (P @ el.B)[:, 0], BT @ (C * el.area[:, None, None]) @ el.B
+
+
 def hessian(el, x, project=True):
     """Per-element Hessians (m, 6, 6); dP/dF is PSD-projected first (then
     the chain rule keeps it PSD) unless project=False."""
-    F = deformation_gradient(el, x)
-    C = stress_derivative(el, F)
-    m = len(F)
-    if project:
-        C = project_psd(C.reshape(m, 4, 4)).reshape(m, 2, 2, 2, 2)
-    H = np.einsum("n,naj,nijkl,nbl->naibk", el.area, el.D, C, el.D)
-    return H.reshape(m, 6, 6)
+    return gradient_hessian(el, x, project)[1]

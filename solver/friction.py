@@ -80,6 +80,16 @@ def gradient(fs, dx, eps):
     return (fs.mu_lambda * f1(u, eps) * np.sign(u))[:, None] * fs.w
 
 
+def gradient_hessian(fs, dx, eps, project=True):
+    """Per-contact gradients (n, 2k) and Hessians (n, 2k, 2k) sharing the slip."""
+    u = _slip(fs, dx)
+    c = fs.mu_lambda * f0_d2(u, eps)
+    if project:
+        c = np.maximum(c, 0.0)
+    g = (fs.mu_lambda * f1(u, eps) * np.sign(u))[:, None] * fs.w
+    return g, c[:, None, None] * np.einsum("ni,nj->nij", fs.w, fs.w)
+
+
 def hessian(fs, dx, eps, project=True):
     """Per-contact Hessians (n, 2k, 2k)."""
     u = _slip(fs, dx)

@@ -14,6 +14,7 @@ except ImportError:  # pragma: no cover - exercised by hiding scipy in tests
     HAVE_SCIPY = False
 
 DENSE_LIMIT = 3000  # numpy path: dense Cholesky up to this many DOFs
+TINY_DENSE = 200    # 'auto': below this many DOFs a dense solve beats sparse set-up
 
 
 def project_psd(H):
@@ -79,15 +80,14 @@ def solve(rows, cols, vals, rhs, method="auto"):
     """Solve the SPD(-ish) system given as COO triplets (duplicates summed)."""
     n = len(rhs)
     if method == "auto":
-        method = "scipy" if HAVE_SCIPY else "numpy"
+        method = "scipy" if HAVE_SCIPY and n > TINY_DENSE else "numpy"
     if method == "scipy":
         if not HAVE_SCIPY:
             raise ImportError("linear_solver='scipy' requested but scipy is not importable")
         A = _sp.csc_matrix((vals, (rows, cols)), shape=(n, n))
         return _spla.spsolve(A, rhs, permc_spec="MMD_AT_PLUS_A")
     if n <= DENSE_LIMIT:
-        A = np.zeros((n, n))
-        np.add.at(A, (rows, cols), vals)
+        A = np.bincount(rows * n + cols, weights=vals, minlength=n * n).reshape(n, n)
         return _dense_spd_solve(A, rhs)
     return _pcg(rows, cols, vals, rhs)
 

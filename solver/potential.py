@@ -91,8 +91,9 @@ class IncrementalPotential:
         T.add_diagonal(np.arange(2 * n), diag)
         # elasticity
         el = m.elements
-        T.add_gradient(el.tris, h2 * elasticity.gradient(el, x))
-        T.add_blocks(el.tris, h2 * elasticity.hessian(el, x))
+        g, H = elasticity.gradient_hessian(el, x)
+        T.add_gradient(el.tris, h2 * g)
+        T.add_blocks(el.tris, h2 * H)
         # point-edge barrier (only stencils inside dhat contribute)
         if len(cs):
             X = cs.gather(x)
@@ -100,8 +101,9 @@ class IncrementalPotential:
             act = distance_sq(X, case) < c.dhat * c.dhat
             if act.any():
                 X, case, coef, idx = X[act], case[act], cs.coef[act], cs.idx[act]
-                T.add_gradient(idx, h2 * barrier.pe_gradient(X, case, coef, c.dhat))
-                T.add_blocks(idx, h2 * barrier.pe_hessian(X, case, coef, c.dhat))
+                g, H = barrier.pe_gradient_hessian(X, case, coef, c.dhat)
+                T.add_gradient(idx, h2 * g)
+                T.add_blocks(idx, h2 * H)
         # half-planes
         if len(self.hp_pts):
             xp = x[self.hp_pts]
@@ -116,6 +118,7 @@ class IncrementalPotential:
         disp = x - c.x_prev
         for fs in (c.pair_friction, c.plane_friction):
             if len(fs):
-                T.add_gradient(fs.idx, h2 * friction.gradient(fs, disp, c.eps))
-                T.add_blocks(fs.idx, h2 * friction.hessian(fs, disp, c.eps))
+                g, H = friction.gradient_hessian(fs, disp, c.eps)
+                T.add_gradient(fs.idx, h2 * g)
+                T.add_blocks(fs.idx, h2 * H)
         return T

@@ -160,6 +160,9 @@ class Simulation:
                       plane_friction=plane_friction(m, x_prev, self.kappa, p.dhat))
         x, pending = self._snap(x_prev, target, range(len(m.kin_groups)))
         k_pen = PENALTY_START
+        fixed, penalized = self._kinematic_masks(pending)
+        x = self._initial_guess(IncrementalPotential(
+            m, StepConstants(penalized=penalized, k_pen=k_pen, **consts)), x, x_tilde)
         total_iters, min_alpha, rounds = 0, 1.0, 0
         converged, message = False, ""
         while True:
@@ -186,6 +189,19 @@ class Simulation:
         return self._finish_step(x, x_prev, target, total_iters, converged, min_alpha,
                                  message, t_start)
 
+    def _initial_guess(self, ip, x, x_tilde):
+        """Start Newton at x_tilde (the inertia-only optimum, moved only as far
+        as it stays feasible) when that has lower energy than x: in free flight
+        Newton then converges at once, at rest it keeps x."""
+        dx = x_tilde - x
+        dx[self.model.is_collider] = 0.0
+        dx[self.kin_vertices] = 0.0
+        if not np.any(dx):
+            return x
+        alpha, cs = self._feasible_step(x, dx)
+        guess = x + alpha * dx
+        return guess if ip.value(guess, cs) < ip.value(x, cs) else x
+
     def _kinematic_masks(self, pending):
         m = self.model
         fixed = np.zeros(m.n, bool)
@@ -200,10 +216,10 @@ class Simulation:
     def _newton(self, ip, x, fixed, budget):
         """Projected Newton with CCD-filtered backtracking.
         Returns (x, converged, iterations, smallest alpha, message)."""
-        m, p = self.model, self.params
+        p = self.params
         fixed_dof = np.repeat(fixed, 2)
         cs = self._contact_set(x, x)
-        min_alpha = 1.0
+        min_alpha, energy = 1.0, None
         for it in range(budget + 1):
             T = ip.gradient_hessian(x, cs)
             g = np.where(fixed_dof, 0.0, T.grad)
@@ -215,23 +231,31 @@ class Simulation:
                 return x, True, it, min_alpha, ""
             if it == budget:
                 break
-            alpha = min(1.0, ccd.inversion_step(x, dx, m.elements.tris))
-            cs = self._contact_set(x, x + alpha * dx)
-            alpha = min(alpha, self._ccd_step(x, dx * alpha, cs) * alpha)
-            e0 = ip.value(x, cs)
-            slope = float(np.dot(T.grad * ~fixed_dof, dx.ravel()))
+            alpha, cs = self._feasible_step(x, dx)
+            if energy is None:
+                energy = ip.value(x, cs)
+            slope = float(np.dot(g, dx.ravel()))
             while alpha > MIN_ALPHA:
-                e1 = ip.value(x + alpha * dx, cs)
-                if e1 <= e0 + ARMIJO * alpha * slope:
+                trial = ip.value(x + alpha * dx, cs)
+                if trial <= energy + ARMIJO * alpha * slope:
                     break
                 alpha *= 0.5
             else:
                 return x, False, it + 1, min_alpha, "line search failed to decrease the energy"
-            x = x + alpha * dx
+            # The energy at the accepted point is the next iteration's reference:
+            # every candidate set contains all pairs within dhat of it.
+            x, energy = x + alpha * dx, trial
             min_alpha = min(min_alpha, alpha)
         return x, False, budget, min_alpha, (
             f"Newton did not converge in {p.max_newton_iters} iterations "
             f"(last |dx|/h = {np.abs(dx).max() / p.dt:.3g} m/s, tolerance {p.newton_tol:g})")
+
+    def _feasible_step(self, x, dx):
+        """Largest alpha <= 1 with no inversion and no collision along x + alpha dx,
+        and the contact set swept over that segment."""
+        alpha = min(1.0, ccd.inversion_step(x, dx, self.model.elements.tris))
+        cs = self._contact_set(x, x + alpha * dx)
+        return min(alpha, self._ccd_step(x, dx * alpha, cs) * alpha), cs
 
     def _contact_set(self, x0, x1):
         p = self.params
