@@ -124,7 +124,7 @@ def check_bakeable(context, bodies, colliders):
                            "overwrite them - remove them or bake a copy of the object")
     for obj in colliders:
         if obj.type != "MESH":
-            raise IPCError(f"Collider '{obj.name}' is a {obj.type.lower()}, not a mesh")
+            raise IPCError(f"Collider '{obj.name}' is not a mesh (it is of type {obj.type})")
 
 
 # ----------------------------------------------------------------------------- reading

@@ -94,6 +94,7 @@ def evaluated_local(obj) -> np.ndarray:
 def snapshot():
     """Everything a failed/cancelled bake must leave untouched."""
     scene = bpy.context.scene
+    bpy.context.view_layer.update()  # matrix_world of objects moved by the test itself
     objs = {}
     for obj in bpy.data.objects:
         entry = [tuple(map(tuple, obj.matrix_world)), obj.ipc.is_baked, obj.ipc.bake_hash]

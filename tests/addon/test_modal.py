@@ -1,0 +1,103 @@
+"""The modal bake (driven through the same start/tick/cancel calls its modal() uses, because
+timers never fire in background mode) and solver-failure handling."""
+import bpy
+import numpy as np
+
+import harness
+
+
+def setup_function():
+    harness.setup()
+
+
+def teardown_function():
+    harness.teardown()
+
+
+def _scene(n_frames=8):
+    top, bottom, ceiling = harness.sub("examples").build_compressing_squares(
+        bpy.context, n_seg=2, fps=50, substeps=2, n_frames=n_frames)
+    bpy.context.scene.frame_set(4)        # not the start frame: must be restored
+    return top, bottom, ceiling
+
+
+def test_cancel_part_way_leaves_scene_as_before():
+    _scene()
+    ops = harness.sub("operators")
+    before = harness.snapshot()
+    job = ops.RunningBake.start(bpy.context, "SELECTED")
+    for _ in range(3):
+        assert ops.RunningBake.tick(0.0) is False          # zero budget: one frame per tick
+    assert job.frames_done == 4 and job.n_frames == 8
+    assert harness.snapshot() == before, "scene changed while the bake was running"
+    ops.RunningBake.cancel()
+    assert ops.RunningBake.job is None
+    assert harness.snapshot() == before
+    assert bpy.ops.ipc.bake.poll()                         # a new bake can start
+
+
+def test_modal_ticks_give_the_same_bake_as_execute():
+    top, bottom, _ = _scene()
+    ops = harness.sub("operators")
+    job = ops.RunningBake.start(bpy.context, "SELECTED")
+    ticks = 1
+    while not ops.RunningBake.tick(0.0):
+        ticks += 1
+    assert ticks == 7 and job.estimate_remaining() == 0.0
+    assert ops.RunningBake.take().finish() is True
+    modal = [[kb.data[i].co[:] for i in range(len(kb.data))]
+             for kb in top.data.shape_keys.key_blocks]
+    assert bpy.ops.ipc.bake() == {"FINISHED"}
+    direct = [[kb.data[i].co[:] for i in range(len(kb.data))]
+              for kb in top.data.shape_keys.key_blocks]
+    assert len(modal) == 8 and modal == direct
+
+
+class _FailingSim:
+    """Wraps the solver and raises ConvergenceError at the given step (1-based)."""
+
+    def __init__(self, sim, fail_at, error_cls):
+        self.sim, self.fail_at, self.error_cls, self.calls = sim, fail_at, error_cls, 0
+
+    def step(self):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise self.error_cls("no convergence after 100 iterations", step=self.calls)
+        return self.sim.step()
+
+    def body_positions(self, i):
+        return self.sim.body_positions(i)
+
+
+def _failing_job(fail_at):
+    ops = harness.sub("operators")
+    job = ops.RunningBake.start(bpy.context, "SELECTED")
+    job.sim = _FailingSim(job.sim, fail_at, harness.sub("solver").ConvergenceError)
+    assert ops.RunningBake.tick(None) is True
+    return ops.RunningBake.take()
+
+
+def test_solver_failure_reports_frame_and_changes_nothing_by_default():
+    _scene()
+    before = harness.snapshot()
+    job = _failing_job(fail_at=6)      # step 6 = 2nd substep of the 3rd computed frame
+    assert job.failure.startswith("Solver failed at frame 4:"), job.failure
+    assert "no convergence" in job.failure
+    assert job.finish(keep_partial=False) is False
+    assert harness.snapshot() == before
+
+
+def test_solver_failure_keeps_partial_bake_when_asked():
+    top, bottom, _ = _scene()
+    job = _failing_job(fail_at=6)
+    assert job.finish(keep_partial=True) is True
+    for obj in (top, bottom):
+        assert len(obj.data.shape_keys.key_blocks) == 3       # frames 1..3
+        assert obj.ipc.bake_partial and obj.ipc.bake_frame_end == 3
+        assert "frame 4" in obj.ipc.bake_message
+    assert "frame 4" in bpy.context.scene.ipc.stat_message
+    # The partial keys are real simulation output: frame 3 differs from the rest pose.
+    kb = top.data.shape_keys.key_blocks
+    first = np.array([v.co[:] for v in kb[0].data])
+    last = np.array([v.co[:] for v in kb[2].data])
+    assert np.abs(last - first).max() > 1e-4
