@@ -17,6 +17,7 @@ from .contacts import ContactSet, plane_pairs
 from .distance import distance_sq
 from .friction import FrictionSet
 from .linalg import Triplets
+from .profiling import NullTimers
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,10 @@ class StepConstants:
 class IncrementalPotential:
     """E(x) for a model and step constants; contact stencils passed per call."""
 
-    def __init__(self, model, consts):
+    def __init__(self, model, consts, timers=None):
         self.m = model
         self.c = consts
+        self.timers = timers or NullTimers()
         pts, pl = plane_pairs(model)
         self.hp_pts, self.hp_pl = pts, pl
         self.hp_point = model.plane_point[pl]
@@ -80,21 +82,37 @@ class IncrementalPotential:
         n = m.n
         T = Triplets(2 * n)
         h2 = c.h * c.h
-        # inertia
-        T.grad += (m.mass[:, None] * (x - c.x_tilde)).ravel()
-        diag = np.repeat(m.mass, 2)
-        # penalty on prescribed vertices not yet at their target
-        if c.penalized.any():
-            w = np.where(c.penalized, c.k_pen * c.pen_mass, 0.0)
-            T.grad += (w[:, None] * (x - c.target)).ravel()
-            diag = diag + np.repeat(w, 2)
-        T.add_diagonal(np.arange(2 * n), diag)
-        # elasticity
-        el = m.elements
-        g, H = elasticity.gradient_hessian(el, x)
-        T.add_gradient(el.tris, h2 * g)
-        T.add_blocks(el.tris, h2 * H)
-        # point-edge barrier (only stencils inside dhat contribute)
+        tm = self.timers
+        with tm("inertia+penalty"):
+            T.grad += (m.mass[:, None] * (x - c.x_tilde)).ravel()
+            diag = np.repeat(m.mass, 2)
+            # penalty on prescribed vertices not yet at their target
+            if c.penalized.any():
+                w = np.where(c.penalized, c.k_pen * c.pen_mass, 0.0)
+                T.grad += (w[:, None] * (x - c.target)).ravel()
+                diag = diag + np.repeat(w, 2)
+            T.add_diagonal(np.arange(2 * n), diag)
+        with tm("elasticity"):
+            el = m.elements
+            g, H = elasticity.gradient_hessian(el, x)
+            T.add_gradient(el.tris, h2 * g)
+            T.add_blocks(el.tris, h2 * H)
+        with tm("barrier"):
+            self._barrier_terms(T, x, cs)
+        with tm("friction"):
+            disp = x - c.x_prev
+            for fs in (c.pair_friction, c.plane_friction):
+                if len(fs):
+                    g, H = friction.gradient_hessian(fs, disp, c.eps)
+                    T.add_gradient(fs.idx, h2 * g)
+                    T.add_blocks(fs.idx, h2 * H)
+        return T
+
+    def _barrier_terms(self, T, x, cs):
+        """Point-edge and half-plane barrier gradients/Hessians into T
+        (only stencils inside dhat contribute)."""
+        c = self.c
+        h2 = c.h * c.h
         if len(cs):
             X = cs.gather(x)
             case = cs.cases(X)
@@ -114,11 +132,3 @@ class IncrementalPotential:
                 idx = self.hp_pts[act][:, None]
                 T.add_gradient(idx, h2 * barrier.hp_gradient(*args))
                 T.add_blocks(idx, h2 * barrier.hp_hessian(*args))
-        # friction
-        disp = x - c.x_prev
-        for fs in (c.pair_friction, c.plane_friction):
-            if len(fs):
-                g, H = friction.gradient_hessian(fs, disp, c.eps)
-                T.add_gradient(fs.idx, h2 * g)
-                T.add_blocks(fs.idx, h2 * H)
-        return T

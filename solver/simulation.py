@@ -19,6 +19,7 @@ from .errors import ConvergenceError
 from .linalg import eliminate_fixed, solve
 from .model import build_model
 from .potential import IncrementalPotential, StepConstants
+from .profiling import Timers
 from .validate import check_initial_geometry
 
 PENALTY_START = 1e3      # penalty stiffness relative to the vertex mass (IP units)
@@ -89,6 +90,7 @@ class Simulation:
         self.kin_vertices = (np.concatenate([g.vertices for g in m.kin_groups])
                              if m.kin_groups else np.zeros(0, np.intp))
         self.gravity = np.asarray(p.gravity, float)
+        self.timers = Timers()   # seconds per stage, for benchmarks
 
     # ------------------------------------------------------------ accessors
     def body_positions(self, i):
@@ -152,22 +154,21 @@ class Simulation:
         target = self._targets(t_next)
         x_tilde = x_prev + h * self.v + h * h * self.gravity
         pen_mass = np.where(m.is_collider, self.mean_mass, m.mass)
-        fric_cs = build_contact_set(m, candidate_stencils(m, x_prev, x_prev, p.dhat),
-                                    self.kappa, p.dhat, p.formulation)
-        consts = dict(h=h, dhat=p.dhat, kappa=self.kappa, eps=p.eps_v * h, x_tilde=x_tilde,
-                      x_prev=x_prev, target=target, pen_mass=pen_mass,
-                      pair_friction=pair_friction(m, fric_cs, x_prev, p.dhat),
-                      plane_friction=plane_friction(m, x_prev, self.kappa, p.dhat))
-        x, pending = self._snap(x_prev, target, range(len(m.kin_groups)))
-        k_pen = PENALTY_START
-        fixed, penalized = self._kinematic_masks(pending)
-        x = self._initial_guess(IncrementalPotential(
-            m, StepConstants(penalized=penalized, k_pen=k_pen, **consts)), x, x_tilde)
+        with self.timers("step_setup"):
+            fric_cs = self._contact_set(x_prev, x_prev)
+            consts = dict(h=h, dhat=p.dhat, kappa=self.kappa, eps=p.eps_v * h, x_tilde=x_tilde,
+                          x_prev=x_prev, target=target, pen_mass=pen_mass,
+                          pair_friction=pair_friction(m, fric_cs, x_prev, p.dhat),
+                          plane_friction=plane_friction(m, x_prev, self.kappa, p.dhat))
+            x, pending = self._snap(x_prev, target, range(len(m.kin_groups)))
+            k_pen = PENALTY_START
+            fixed, penalized = self._kinematic_masks(pending)
+            x = self._initial_guess(self._potential(consts, penalized, k_pen), x, x_tilde)
         total_iters, min_alpha, rounds = 0, 1.0, 0
         converged, message = False, ""
         while True:
             fixed, penalized = self._kinematic_masks(pending)
-            ip = IncrementalPotential(m, StepConstants(penalized=penalized, k_pen=k_pen, **consts))
+            ip = self._potential(consts, penalized, k_pen)
             budget = p.max_newton_iters - total_iters
             x, ok, iters, a_min, message = self._newton(ip, x, fixed, budget)
             total_iters += iters
@@ -188,6 +189,10 @@ class Simulation:
             k_pen *= PENALTY_GROWTH
         return self._finish_step(x, x_prev, target, total_iters, converged, min_alpha,
                                  message, t_start)
+
+    def _potential(self, consts, penalized, k_pen):
+        return IncrementalPotential(self.model, StepConstants(penalized=penalized, k_pen=k_pen, **consts),
+                                    self.timers)
 
     def _initial_guess(self, ip, x, x_tilde):
         """Start Newton at x_tilde (the inertia-only optimum, moved only as far
@@ -223,8 +228,9 @@ class Simulation:
         for it in range(budget + 1):
             T = ip.gradient_hessian(x, cs)
             g = np.where(fixed_dof, 0.0, T.grad)
-            r, c, v = eliminate_fixed(*T.arrays(), fixed_dof)
-            dx = solve(r, c, v, -g, p.linear_solver).reshape(-1, 2)
+            with self.timers("linear_solve"):
+                r, c, v = eliminate_fixed(*T.arrays(), fixed_dof)
+                dx = solve(r, c, v, -g, p.linear_solver).reshape(-1, 2)
             if not np.all(np.isfinite(dx)):
                 return x, False, it, min_alpha, "linear solve produced non-finite values"
             if np.abs(dx).max() / p.dt < p.newton_tol:
@@ -232,15 +238,9 @@ class Simulation:
             if it == budget:
                 break
             alpha, cs = self._feasible_step(x, dx)
-            if energy is None:
-                energy = ip.value(x, cs)
-            slope = float(np.dot(g, dx.ravel()))
-            while alpha > MIN_ALPHA:
-                trial = ip.value(x + alpha * dx, cs)
-                if trial <= energy + ARMIJO * alpha * slope:
-                    break
-                alpha *= 0.5
-            else:
+            with self.timers("line_search"):
+                alpha, trial, energy = self._backtrack(ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())))
+            if alpha is None:
                 return x, False, it + 1, min_alpha, "line search failed to decrease the energy"
             # The energy at the accepted point is the next iteration's reference:
             # every candidate set contains all pairs within dhat of it.
@@ -250,17 +250,33 @@ class Simulation:
             f"Newton did not converge in {p.max_newton_iters} iterations "
             f"(last |dx|/h = {np.abs(dx).max() / p.dt:.3g} m/s, tolerance {p.newton_tol:g})")
 
+    @staticmethod
+    def _backtrack(ip, x, dx, alpha, cs, energy, slope):
+        """Armijo backtracking from alpha; returns (alpha or None, E(accepted), E(x))."""
+        if energy is None:
+            energy = ip.value(x, cs)
+        while alpha > MIN_ALPHA:
+            trial = ip.value(x + alpha * dx, cs)
+            if trial <= energy + ARMIJO * alpha * slope:
+                return alpha, trial, energy
+            alpha *= 0.5
+        return None, None, energy
+
     def _feasible_step(self, x, dx):
         """Largest alpha <= 1 with no inversion and no collision along x + alpha dx,
         and the contact set swept over that segment."""
-        alpha = min(1.0, ccd.inversion_step(x, dx, self.model.elements.tris))
+        with self.timers("ccd"):
+            alpha = min(1.0, ccd.inversion_step(x, dx, self.model.elements.tris))
         cs = self._contact_set(x, x + alpha * dx)
-        return min(alpha, self._ccd_step(x, dx * alpha, cs) * alpha), cs
+        with self.timers("ccd"):
+            alpha = min(alpha, self._ccd_step(x, dx * alpha, cs) * alpha)
+        return alpha, cs
 
     def _contact_set(self, x0, x1):
         p = self.params
-        return build_contact_set(self.model, candidate_stencils(self.model, x0, x1, p.dhat),
-                                 self.kappa, p.dhat, p.formulation)
+        with self.timers("broad_phase"):
+            return build_contact_set(self.model, candidate_stencils(self.model, x0, x1, p.dhat),
+                                     self.kappa, p.dhat, p.formulation)
 
     def _ccd_step(self, x, dx, cs):
         """Largest fraction of dx that is collision-free (point-edge and half-planes)."""
