@@ -5,7 +5,8 @@ Usage (see scripts/test_blender_debian.sh):
         -- dist/blender_ipc-<version>.zip [-k SUBSTRING]
 
 Installs the zip the way Preferences > Add-ons > Install does (into BLENDER_USER_SCRIPTS, which
-the runner script points at a temp dir), then runs every test_* function of tests/addon/test_*.py
+the runner script points at a temp dir), then runs every test_* function of tests/addon/test_*.py and blender_leg_*.py
+(modules whose LEGS excludes "blender" are left to the pytest leg)
 with its module's setup_function/teardown_function. Any failure raises at the end, so Blender
 exits with code 1.
 """
@@ -49,8 +50,11 @@ def install(zip_path):
 def collect(keyword):
     sys.path.insert(0, str(HERE))
     tests = []
-    for path in sorted(HERE.glob("test_*.py")):
+    for path in sorted(HERE.glob("test_*.py")) + sorted(HERE.glob("blender_leg_*.py")):
         module = importlib.import_module(path.stem)
+        if "blender" not in getattr(module, "LEGS", {"blender", "pytest"}):
+            print(f"not in this leg: {path.name} (runs under pytest)")
+            continue
         for name in sorted(vars(module)):
             if name.startswith("test_") and callable(getattr(module, name)):
                 if keyword is None or keyword in f"{path.stem}::{name}":
