@@ -96,6 +96,8 @@ def is_our_bake(obj) -> bool:
 
 def gather_objects(context, target: str):
     """Bodies to bake (selected or all in the view layer) and all colliders of the view layer."""
+    # Objects linked by a script moments ago appear in view_layer.objects only after an update.
+    context.view_layer.update()
     objs = list(context.view_layer.objects)
     pool = [o for o in objs if o.select_get()] if target == "SELECTED" else objs
     bodies = [o for o in pool if o.type == "MESH" and o.ipc.role == "BODY"]
