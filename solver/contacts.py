@@ -93,7 +93,8 @@ def pair_friction(model, cs, x, dhat):
     t = np.stack([-n[:, 1], n[:, 0]], axis=1)
     gamma = np.stack([np.ones_like(r), r - 1.0, -r], axis=1)
     mu = np.sqrt(model.mu[idx[:, 0]] * model.mu[idx[:, 1]])
-    return FrictionSet(idx, tangent_weights(gamma, t), mu * lam)
+    mu_s = np.sqrt(model.mu_static[idx[:, 0]] * model.mu_static[idx[:, 1]])
+    return FrictionSet(idx, tangent_weights(gamma, t), mu * lam, mu_s * lam)
 
 
 def plane_pairs(model):
@@ -116,4 +117,5 @@ def plane_friction(model, x, kappa, dhat):
     lam = barrier.hp_contact_force(x[pts], model.plane_point[pl], normal, coef, dhat)
     t = np.stack([-normal[:, 1], normal[:, 0]], axis=1)
     mu = np.sqrt(model.mu[pts] * model.plane_mu[pl])
-    return FrictionSet(pts[:, None], tangent_weights(np.ones((len(pts), 1)), t), mu * lam)
+    mu_s = np.sqrt(model.mu_static[pts] * model.plane_mu[pl])
+    return FrictionSet(pts[:, None], tangent_weights(np.ones((len(pts), 1)), t), mu * lam, mu_s * lam)

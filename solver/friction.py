@@ -7,19 +7,25 @@ the relative tangential displacement of contact k is a scalar::
 
     u_k = t_k . sum_a Gamma_ka (x_a - x_a^n)        (Gamma = [1, -(1-r), -r])
 
-and the friction potential is ``D = sum_k mu_k lambda_k f0(|u_k|)`` with the
-mollifier (eps = eps_v h, a displacement)::
+and the friction potential is ``D = sum_k lambda_k phi_k(|u_k|)``.  With a
+single coefficient mu, ``phi = mu f0`` with the mollifier (eps = eps_v h, a
+displacement)::
 
     f0(y) = -y^3/(3 eps^2) + y^2/eps + eps/3   for y < eps,   y otherwise
     f1 = f0' = 2y/eps - y^2/eps^2 (y < eps),   1 otherwise
     f0''     = 2/eps - 2y/eps^2   (y < eps),   0 otherwise   (>= 0: PSD)
 
-Gradient: mu lambda f1(|u|) sign(u) w, Hessian: mu lambda f0''(|u|) w w^T with
-w = Gamma (x) t the stencil-weighted tangent (n, 2k).  Only the (rare)
-negative-lambda duplicate terms of the convergent formulation need the PSD
-clamp, applied by clamping the scalar coefficient at zero.
+With a static coefficient mu_s != mu_k the force magnitude phi' is mu_s f1
+while sticking (y < eps), blends linearly to mu_k over [eps, 2 eps] and stays
+mu_k beyond; phi is its integral (continuous, C^1).
+
+Gradient: lambda phi'(|u|) sign(u) w, Hessian: lambda phi''(|u|) w w^T with
+w = Gamma (x) t the stencil-weighted tangent (n, 2k).  The PSD projection
+clamps the scalar coefficient at zero (needed only for mu_s > mu_k in the
+blend zone and for the negative duplicate terms of the convergent formulation).
 """
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -29,11 +35,13 @@ class FrictionSet:
     """Frozen friction contacts of one time step.
 
     idx: (n, k) vertex stencils; w: (n, 2k) tangent weights Gamma (x) t;
-    mu_lambda: (n,) mu * lambda (negative for subtracted duplicate terms).
+    mu_lambda: (n,) kinetic mu * lambda (negative for subtracted duplicate terms);
+    mu_s_lambda: (n,) static mu_s * lambda, or None when equal to mu_lambda.
     """
     idx: np.ndarray
     w: np.ndarray
     mu_lambda: np.ndarray
+    mu_s_lambda: Optional[np.ndarray] = None
 
     @staticmethod
     def empty(k):
@@ -41,6 +49,10 @@ class FrictionSet:
 
     def __len__(self):
         return len(self.mu_lambda)
+
+    @property
+    def static(self):
+        return self.mu_lambda if self.mu_s_lambda is None else self.mu_s_lambda
 
 
 def f0(y, eps):
@@ -68,32 +80,47 @@ def _slip(fs, dx):
     return np.einsum("ni,ni->n", fs.w, dx[fs.idx].reshape(len(fs.idx), -1))
 
 
+def _phi(y, a, b, eps):
+    """Per-contact potential lambda phi(|u|); a = mu_s lambda, b = mu_k lambda."""
+    y = np.abs(y)
+    blend = y - eps
+    return np.where(y < eps, a * f0(y, eps),
+                    np.where(y < 2 * eps, a * y + (b - a) * blend * blend / (2 * eps),
+                             0.5 * (3 * a - b) * eps + b * (y - eps)))
+
+
+def _dphi(y, a, b, eps):
+    y = np.abs(y)
+    return np.where(y < eps, a * f1(y, eps),
+                    np.where(y < 2 * eps, a + (b - a) * (y - eps) / eps, b))
+
+
+def _d2phi(y, a, b, eps):
+    y = np.abs(y)
+    return np.where(y < eps, a * f0_d2(y, eps), np.where(y < 2 * eps, (b - a) / eps, 0.0))
+
+
 def value(fs, dx, eps):
     if len(fs) == 0:
         return 0.0
-    return float(np.sum(fs.mu_lambda * f0(_slip(fs, dx), eps)))
+    return float(np.sum(_phi(_slip(fs, dx), fs.static, fs.mu_lambda, eps)))
 
 
 def gradient(fs, dx, eps):
     """Per-contact gradients (n, 2k)."""
     u = _slip(fs, dx)
-    return (fs.mu_lambda * f1(u, eps) * np.sign(u))[:, None] * fs.w
+    return (_dphi(u, fs.static, fs.mu_lambda, eps) * np.sign(u))[:, None] * fs.w
 
 
 def gradient_hessian(fs, dx, eps, project=True):
     """Per-contact gradients (n, 2k) and Hessians (n, 2k, 2k) sharing the slip."""
-    u = _slip(fs, dx)
-    c = fs.mu_lambda * f0_d2(u, eps)
-    if project:
-        c = np.maximum(c, 0.0)
-    g = (fs.mu_lambda * f1(u, eps) * np.sign(u))[:, None] * fs.w
-    return g, c[:, None, None] * np.einsum("ni,nj->nij", fs.w, fs.w)
+    return gradient(fs, dx, eps), hessian(fs, dx, eps, project)
 
 
 def hessian(fs, dx, eps, project=True):
     """Per-contact Hessians (n, 2k, 2k)."""
     u = _slip(fs, dx)
-    c = fs.mu_lambda * f0_d2(u, eps)
+    c = _d2phi(u, fs.static, fs.mu_lambda, eps)
     if project:
         c = np.maximum(c, 0.0)
     return c[:, None, None] * np.einsum("ni,nj->nij", fs.w, fs.w)

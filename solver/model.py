@@ -42,7 +42,8 @@ class KinematicGroup:
 class Model:
     """Static arrays of a scene (see module doc).
 
-    rest (N,2), mass (N,), is_collider (N,) bool, mu (N,) per-vertex friction,
+    rest (N,2), mass (N,), is_collider (N,) bool, mu / mu_static (N,) per-vertex
+    kinetic / static friction,
     weight (N,) contact quadrature weights, degree (N,) boundary degree,
     points (P,), edges (E,2), edge_keys sorted (E,) undirected keys,
     elements: ElasticElements, body_slices / collider_slices: vertex ranges,
@@ -55,6 +56,7 @@ class Model:
     mass: np.ndarray
     is_collider: np.ndarray
     mu: np.ndarray
+    mu_static: np.ndarray
     weight: np.ndarray
     degree: np.ndarray
     points: np.ndarray
@@ -90,7 +92,7 @@ class Model:
 def build_model(scene):
     """Validate and flatten a scene. Raises SolverInputError."""
     meshes = check_scene(scene)
-    rest, vel, mass, mu, owner = [], [], [], [], []
+    rest, vel, mass, mu, mu_s, owner = [], [], [], [], [], []
     tris, edges, E, nu = [], [], [], []
     body_slices, collider_slices, kin, names = [], [], [], []
     offset = 0
@@ -101,6 +103,7 @@ def build_model(scene):
         vel.append(_initial_velocity(body, n))
         mass.append(mesh.lumped_mass(v, t, mat.density))
         mu.append(np.full(n, float(mat.mu)))
+        mu_s.append(np.full(n, float(mat.mu if mat.mu_static is None else mat.mu_static)))
         owner.append(np.full(n, bi))
         tris.append(t + offset)
         edges.append(mesh.boundary_edges(t) + offset)
@@ -124,6 +127,7 @@ def build_model(scene):
         vel.append(np.zeros((n, 2)))
         mass.append(np.zeros(n))
         mu.append(np.full(n, float(col.mu)))
+        mu_s.append(np.full(n, float(col.mu)))
         owner.append(np.full(n, len(scene.bodies) + ci))
         edges.append(np.asarray(col.edges, np.intp) + offset)
         idx = np.arange(offset, offset + n)
@@ -145,7 +149,7 @@ def build_model(scene):
     lo, hi = np.minimum(edges[:, 0], edges[:, 1]), np.maximum(edges[:, 0], edges[:, 1])
     return Model(
         names=tuple(names), rest=rest, velocity=np.concatenate(vel), mass=np.concatenate(mass),
-        is_collider=is_collider, mu=np.concatenate(mu),
+        is_collider=is_collider, mu=np.concatenate(mu), mu_static=np.concatenate(mu_s),
         weight=mesh.vertex_weights(rest, edges, offset), degree=degree,
         points=points, edges=edges, edge_keys=np.sort(lo.astype(np.int64) * offset + hi),
         elements=elements, body_slices=tuple(body_slices), collider_slices=tuple(collider_slices),

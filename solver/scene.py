@@ -19,7 +19,10 @@ class Material:
 
     E: Young's modulus [Pa] (> 0); nu: Poisson ratio in (-1, 0.5);
     density: [kg/m^2] in 2D (> 0); mu: Coulomb friction coefficient (>= 0).
-    mu_static: optional static coefficient (>= mu); None means equal to mu.
+    mu_static: optional static coefficient (>= mu) used while contacts stick
+    (relative velocity below eps_v); None means equal to mu.  Pair
+    coefficients combine as the geometric mean sqrt(mu_a mu_b) (colliders and
+    half-planes have a single mu used for both).
     """
     E: float = 1e5
     nu: float = 0.4

@@ -57,6 +57,9 @@ def check_material(name, m):
     _non_negative(m.mu, f"{what}.mu (friction)")
     if m.mu_static is not None:
         _non_negative(m.mu_static, f"{what}.mu_static")
+        if m.mu_static < m.mu:
+            raise SolverInputError(f"{what}.mu_static ({m.mu_static!r}) must not be below the "
+                                   f"kinetic mu ({m.mu!r})")
 
 
 def _check_samples(what, times, positions, k):
