@@ -517,8 +517,11 @@ class BakeJob:
                 st = self.sim.step()
                 self.stats.newton_iters += st.newton_iters
                 self.stats.min_distance = min(self.stats.min_distance, st.min_distance)
-        except (ConvergenceError, SolverInputError, FloatingPointError) as err:
+        except (ConvergenceError, SolverInputError) as err:
             self.failure = f"Solver failed at frame {frame}: {err}"
+            return
+        except Exception as err:  # noqa: BLE001 - a solver bug must not kill the modal UI
+            self.failure = f"Solver failed at frame {frame}: {type(err).__name__}: {err}"
             return
         self.frames.append([self.sim.body_positions(i).copy() for i in range(len(self.inputs))])
         self.stats.frames = self.frames_done

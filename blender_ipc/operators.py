@@ -44,6 +44,11 @@ def _progress_text(job) -> str:
             f"{job.elapsed():.0f} s elapsed, about {eta_txt} left (Esc to cancel)")
 
 
+def _status(context, text):
+    if context.workspace is not None:
+        context.workspace.status_text_set(text)
+
+
 def _tag_redraw(context):
     for window in getattr(context.window_manager, "windows", ()):
         for area in window.screen.areas:
@@ -97,17 +102,20 @@ class IPC_OT_bake(bpy.types.Operator):
         except adapter.IPCError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
+        self._begin_modal(context, job)
+        context.window_manager.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def _begin_modal(self, context, job):
         wm = context.window_manager
         self._timer = wm.event_timer_add(0.01, window=context.window)
         wm.progress_begin(0, job.n_frames)
-        wm.modal_handler_add(self)
-        return {"RUNNING_MODAL"}
 
     def _end_modal(self, context):
         wm = context.window_manager
         wm.event_timer_remove(self._timer)
         wm.progress_end()
-        context.workspace.status_text_set(None)
+        _status(context, None)
         _tag_redraw(context)
 
     def modal(self, context, event):
@@ -121,7 +129,7 @@ class IPC_OT_bake(bpy.types.Operator):
         done = RunningBake.tick(self.time_budget_ms / 1000.0)
         job = RunningBake.job
         context.window_manager.progress_update(job.frames_done)
-        context.workspace.status_text_set(_progress_text(job))
+        _status(context, _progress_text(job))
         _tag_redraw(context)
         if not done:
             return {"RUNNING_MODAL"}

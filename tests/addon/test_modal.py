@@ -101,3 +101,50 @@ def test_solver_failure_keeps_partial_bake_when_asked():
     first = np.array([v.co[:] for v in kb[0].data])
     last = np.array([v.co[:] for v in kb[2].data])
     assert np.abs(last - first).max() > 1e-4
+
+
+class _OperatorStandIn:
+    """Plays the operator instance for IPC_OT_bake.modal(): in background mode invoke() falls
+    through to execute() and no event loop delivers timer events, so the test sends them."""
+
+    def __init__(self, cls):
+        self.cls, self.time_budget_ms, self.reports = cls, 0, []  # 0: one frame per tick
+
+    def report(self, kind, message):
+        self.reports.append((set(kind), message))
+
+    def __getattr__(self, name):          # _begin_modal, _end_modal, _finish from the class
+        return getattr(self.cls, name).__get__(self)
+
+
+def _modal_run(events):
+    ops = harness.sub("operators")
+    op = _OperatorStandIn(ops.IPC_OT_bake)
+    job = ops.RunningBake.start(bpy.context, "SELECTED")
+    op._begin_modal(bpy.context, job)
+    result = None
+    for kind in events:
+        result = ops.IPC_OT_bake.modal(op, bpy.context, type("Event", (), {"type": kind}))
+        if result not in ({"RUNNING_MODAL"}, {"PASS_THROUGH"}):
+            break
+    return op, result, job
+
+
+def test_modal_escape_cancels_and_leaves_scene_unchanged():
+    _scene()
+    before = harness.snapshot()
+    op, result, job = _modal_run(["TIMER", "MOUSEMOVE", "TIMER", "ESC"])
+    assert result == {"CANCELLED"}
+    assert job.frames_done == 3                   # rest frame + one frame per timer event
+    assert "cancelled" in op.reports[-1][1]
+    assert harness.sub("operators").RunningBake.job is None
+    assert harness.snapshot() == before
+
+
+def test_modal_timer_events_run_the_bake_to_completion():
+    top, _, _ = _scene()
+    op, result, _ = _modal_run(["TIMER"] * 50)
+    assert result == {"FINISHED"}
+    assert op.reports[-1][0] == {"INFO"} and "baked 8 frames" in op.reports[-1][1]
+    assert len(top.data.shape_keys.key_blocks) == 8
+    assert harness.sub("operators").RunningBake.job is None
