@@ -80,3 +80,21 @@ def test_installs_as_extension():
         proc = subprocess.run([sys.executable, "-c", _EXTENSION_SCRIPT, str(zip_path), user_dir],
                               env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "EXTENSION-OK" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_wheels_option_lists_bundled_wheels_in_manifest():
+    sys.path.insert(0, str(harness.ROOT))
+    try:
+        import build_addon
+    finally:
+        sys.path.remove(str(harness.ROOT))
+    with tempfile.TemporaryDirectory() as tmp:
+        wheels = Path(tmp) / "wheels"
+        wheels.mkdir()
+        name = "scipy-1.0.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+        (wheels / name).write_bytes(b"not a real wheel")
+        path = build_addon.build(Path(tmp) / "dist", wheels)
+        with zipfile.ZipFile(path) as zf:
+            manifest = tomllib.loads(zf.read("blender_ipc/blender_manifest.toml").decode())
+            assert zf.read(f"blender_ipc/wheels/{name}") == b"not a real wheel"
+    assert manifest["wheels"] == [f"./wheels/{name}"]
