@@ -12,11 +12,12 @@ from typing import Tuple
 
 import numpy as np
 
-from . import ccd
+from . import ccd, elasticity
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import distance_sq, point_edge_case
 from .errors import ConvergenceError
-from .linalg import eliminate_fixed, solve
+from .friction import FrictionSet
+from .linalg import Triplets, eliminate_fixed, solve, stencil_dofs
 from .model import build_model
 from .potential import IncrementalPotential, StepConstants
 from .profiling import Timers
@@ -59,9 +60,12 @@ class Trajectory:
 
 
 def auto_kappa(scene):
-    """Barrier stiffness [Pa] when the user leaves it to us: a tenth of the
+    """Lower bound of the automatic barrier stiffness [Pa]: a tenth of the
     softest Young's modulus (seed 004: the barrier is a thin elastic layer)."""
     return 0.1 * min(b.material.E for b in scene.bodies)
+
+
+KAPPA_MAX_FACTOR = 1e4   # automatic kappa stays within [kappa_min, factor * kappa_min]
 
 
 class Simulation:
@@ -85,6 +89,7 @@ class Simulation:
         self.kappa_auto = p.kappa is None
         self.kappa = auto_kappa(scene) if self.kappa_auto else float(p.kappa)
         self.kappa_min = self.kappa
+        self.kappa_balanced = False   # auto kappa: balanced once, when contact first appears
         body = ~m.is_collider
         self.mean_mass = float(m.mass[body].mean())
         self.kin_vertices = (np.concatenate([g.vertices for g in m.kin_groups])
@@ -156,6 +161,9 @@ class Simulation:
         pen_mass = np.where(m.is_collider, self.mean_mass, m.mass)
         with self.timers("step_setup"):
             fric_cs = self._contact_set(x_prev, x_prev)
+            if self.kappa_auto and not self.kappa_balanced:
+                self.kappa_balanced = self._balance_kappa(x_prev, x_tilde, fric_cs)
+                fric_cs = self._contact_set(x_prev, x_prev)
             consts = dict(h=h, dhat=p.dhat, kappa=self.kappa, eps=p.eps_v * h, x_tilde=x_tilde,
                           x_prev=x_prev, target=target, pen_mass=pen_mass,
                           pair_friction=pair_friction(m, fric_cs, x_prev, p.dhat),
@@ -189,6 +197,30 @@ class Simulation:
             k_pen *= PENALTY_GROWTH
         return self._finish_step(x, x_prev, target, total_iters, converged, min_alpha,
                                  message, t_start)
+
+    def _balance_kappa(self, x, x_tilde, cs):
+        """Adaptive stiffness (IPC): when contact first appears, raise kappa so
+        the barrier gradient can balance the inertia + elastic gradient it
+        opposes, kappa = -(g_E . g_B) / |g_B|^2 with g_B the barrier gradient
+        at kappa = 1.  Returns whether a contact was there to balance."""
+        m, p = self.model, self.params
+        unit = build_contact_set(m, cs.idx[~cs.pp], 1.0, p.dhat, p.formulation)
+        ip = IncrementalPotential(m, StepConstants(
+            h=p.dt, dhat=p.dhat, kappa=1.0, eps=1.0, x_tilde=x_tilde, x_prev=x, target=x,
+            penalized=np.zeros(m.n, bool), pen_mass=m.mass, k_pen=0.0,
+            pair_friction=FrictionSet.empty(3), plane_friction=FrictionSet.empty(1)))
+        T = Triplets(2 * m.n)
+        ip._barrier_terms(T, x, unit)
+        g_b = T.grad
+        if not np.any(g_b):
+            return False
+        free = ~np.repeat(m.is_collider, 2)
+        g_e = (m.mass[:, None] * (x - x_tilde)).ravel()
+        el = m.elements
+        np.add.at(g_e, stencil_dofs(el.tris).ravel(), (p.dt * p.dt * elasticity.gradient(el, x)).ravel())
+        k = -float(np.dot(g_e[free], g_b[free])) / float(np.dot(g_b[free], g_b[free]))
+        self.kappa = min(max(self.kappa, k), KAPPA_MAX_FACTOR * self.kappa_min)
+        return True
 
     def _potential(self, consts, penalized, k_pen):
         return IncrementalPotential(self.model, StepConstants(penalized=penalized, k_pen=k_pen, **consts),
@@ -302,7 +334,8 @@ class Simulation:
         lag = float(np.linalg.norm(x[self.kin_vertices] - target[self.kin_vertices], axis=1).max()) \
             if len(self.kin_vertices) else 0.0
         if self.kappa_auto and d_min < 1e-2 * p.dhat:
-            self.kappa = min(2.0 * self.kappa, 1e4 * self.kappa_min)  # IPC-style stiffening
+            # IPC-style stiffening when contacts get too close
+            self.kappa = min(2.0 * self.kappa, KAPPA_MAX_FACTOR * self.kappa_min)
         stats = StepStats(self.step_index, self.time, iters, converged, d_min, n_active, min_alpha,
                           _time.perf_counter() - t_start, lag, self.kappa, message)
         if not converged:
