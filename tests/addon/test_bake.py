@@ -189,3 +189,27 @@ def test_rebake_replaces_cleanly_and_outdated_marker():
     assert len(bpy.data.actions) == n_actions + 2
     assert top.data.shape_keys.key_blocks[0].data[0].co == top.data.vertices[0].co
     assert harness.local_coords(top.data).tobytes() == rest
+
+
+def test_moving_body_object_keys_are_in_its_local_space():
+    """A body whose object itself is animated: keys are written relative to the object's
+    transform at each frame, so the world-space result is the simulated one."""
+    ctx = bpy.context
+    adapter, solver = harness.sub("adapter"), harness.sub("solver")
+    scene = ctx.scene
+    scene.render.fps, scene.frame_start, scene.frame_end = 25, 1, 4
+    scene.ipc.substeps = 2
+    obj = harness.make_mesh_object("Mover", [(0, 0, 0), (0.5, 0, 0), (0.5, 0, 0.5), (0, 0, 0.5)],
+                                   faces=[(0, 1, 2, 3)])
+    for frame, x in ((1, 0.0), (4, 3.0)):
+        obj.location.x = x
+        obj.keyframe_insert("location", index=0, frame=frame)
+    obj.rotation_euler.y = 0.3                       # about the out-of-plane axis (XZ plane)
+    ctx.view_layer.update()
+    ref = solver.simulate(adapter.BakeJob(ctx, "SCENE").solver_scene, 6)
+    assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
+    for frame in (1, 2, 4):
+        scene.frame_set(frame)
+        xz, y = _world_xz(obj, harness.evaluated_local(obj))
+        np.testing.assert_allclose(xz, ref.body_positions[0][(frame - 1) * 2], atol=3e-6)
+        np.testing.assert_allclose(y, 0.0, atol=1e-6)

@@ -1,0 +1,97 @@
+"""Panels and registration. Panels cannot be drawn in background mode, so the draw functions
+run against a layout stand-in that checks every property and operator they reference exists."""
+import bpy
+
+import harness
+
+
+def setup_function():
+    harness.setup()
+
+
+def teardown_function():
+    harness.teardown()
+
+
+class _Layout:
+    """Records what a panel draws; fails on unknown properties or operators."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def _sub(self, *args, **kwargs):
+        return _Layout(self.log)
+
+    column = row = box = _sub
+
+    def prop(self, data, name, **kwargs):
+        assert name in data.bl_rna.properties.keys(), f"no property {name!r} on {data}"
+        self.log.append(("prop", name))
+
+    def prop_search(self, data, name, search_data, search_name, **kwargs):
+        assert name in data.bl_rna.properties.keys(), name
+        assert hasattr(search_data, search_name), search_name
+        self.log.append(("prop", name))
+
+    def operator(self, idname, **kwargs):
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), name), idname
+        getattr(getattr(bpy.ops, module), name).get_rna_type()   # raises if not registered
+        self.log.append(("op", idname))
+
+    def label(self, text="", **kwargs):
+        self.log.append(("label", text))
+
+
+def _draw_all(context):
+    panels = harness.sub("panels")
+    log = []
+    layout = _Layout(log)
+    panels.draw_object(layout, context, context.object)
+    panels.draw_scene(layout, context)
+    panels.draw_bake(layout, context)
+    return log
+
+
+def test_registered_under_namespaced_pointers():
+    assert isinstance(bpy.context.scene.ipc, bpy.types.PropertyGroup)
+    assert hasattr(bpy.types.Object, "ipc") and hasattr(bpy.types.Scene, "ipc")
+    for cls in harness.addon().CLASSES:
+        assert getattr(cls, "is_registered", True), cls
+
+
+def test_panels_draw_before_and_after_a_bake():
+    ctx = bpy.context
+    top, _, _ = harness.sub("examples").build_compressing_squares(ctx, n_seg=2, fps=50,
+                                                                  substeps=2, n_frames=4)
+    log = _draw_all(ctx)
+    assert ("prop", "role") in log and ("prop", "youngs_modulus") in log
+    assert ("op", "ipc.bake") in log and ("op", "ipc.delete_bake") in log
+    assert bpy.ops.ipc.bake() == {"FINISHED"}
+    labels = [text for kind, text in _draw_all(ctx) if kind == "label"]
+    assert any(t.startswith("baked: frames 1-4") for t in labels), labels
+    assert any(t.startswith("Last bake: 4 frames") for t in labels), labels
+    assert not any(t.startswith("Outdated") for t in labels)
+    top.ipc.poisson_ratio = 0.3
+    labels = [text for kind, text in _draw_all(ctx) if kind == "label"]
+    assert any(t.startswith("Outdated") for t in labels), labels
+
+
+def test_unregister_removes_everything():
+    mod = harness.addon()
+    harness.teardown()
+    try:
+        assert not hasattr(bpy.types.Scene, "ipc") and not hasattr(bpy.types.Object, "ipc")
+        assert not hasattr(bpy.ops.ipc, "bake") or not _op_registered("ipc.bake")
+    finally:
+        harness.setup()
+    assert mod is harness.addon()
+
+
+def _op_registered(idname):
+    module, name = idname.split(".")
+    try:
+        getattr(getattr(bpy.ops, module), name).get_rna_type()
+    except (KeyError, AttributeError):
+        return False
+    return True
