@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build the installable add-on zip: ``python build_addon.py`` -> ``dist/blender_ipc-<version>.zip``.
+"""Build the add-on zip: ``python build_addon.py`` -> ``dist/blender_ipc-<version>.zip``.
 
 Layout (one zip for both install routes)::
 

@@ -332,7 +332,8 @@ def input_signature(scene, bodies, colliders) -> str:
     h = hashlib.sha1()
     settings = scene.ipc
     for name in sorted(settings.bl_rna.properties.keys()):
-        if name not in ("rna_type", "name") and not name.startswith("stat_"):
+        # Statistics and the keep-partial switch do not change the simulated motion.
+        if name not in ("rna_type", "name", "keep_partial") and not name.startswith("stat_"):
             value = getattr(settings, name)
             if not isinstance(value, (str, int, float, bool)):
                 value = tuple(value)  # vector properties
@@ -416,6 +417,7 @@ def write_bake(obj, local_frames: np.ndarray, frame_start: int):
         delete_bake(obj)
     basis = obj.shape_key_add(name=f"{KEY_PREFIX}{frame_start:05d}", from_mix=False)
     key = obj.data.shape_keys
+    key.name = f"{KEY_PREFIX}{obj.name}"
     key.use_relative = False
     blocks = [basis]
     for k in range(1, len(local_frames)):

@@ -5,10 +5,10 @@ Usage (see scripts/test_blender_debian.sh):
         -- dist/blender_ipc-<version>.zip [-k SUBSTRING]
 
 Installs the zip the way Preferences > Add-ons > Install does (into BLENDER_USER_SCRIPTS, which
-the runner script points at a temp dir), then runs every test_* function of tests/addon/test_*.py and blender_leg_*.py
-(modules whose LEGS excludes "blender" are left to the pytest leg)
-with its module's setup_function/teardown_function. Any failure raises at the end, so Blender
-exits with code 1.
+the runner script points at a temp dir), then runs every test_* function of
+tests/addon/test_*.py and blender_leg_*.py with its module's setup_function/teardown_function
+(modules whose LEGS excludes "blender" are left to the pytest leg). Any failure raises at the
+end, so Blender exits with code 1.
 """
 import importlib
 import os
