@@ -125,7 +125,7 @@ def compressing_squares(n_seg=2, formulation="original", kappa=1e5):
     for name, center in (("top", (0.0, 0.0)), ("bottom", (0.045, -0.495))):
         v, t = square_mesh(0.45, n_seg, center)
         bodies.append(Body(name=name, vertices=v, triangles=t, material=mat))
-    ceiling = _horizontal_ceiling("ceiling", -1.5, 1.5, 0.27, -0.7, 0.5, mu=0.0)
+    ceiling = _horizontal_ceiling("ceiling", -4.0, 4.0, 0.27, -0.7, 0.5, mu=0.0)
     ground = HalfPlane(point=(0.0, -1.0), normal=(0.0, 1.0), mu=0.4, name="ground")
     params = SimParams(dt=0.01, dhat=0.01, kappa=kappa, formulation=formulation,
                        eps_v=1e-3, newton_tol=1e-2)
