@@ -13,7 +13,7 @@ PYTHON ?= python3
 N_SEG ?= 8
 LEGS ?=
 
-.PHONY: help demo test setup setup-np2 setup-bpy setup-blender addon clean distclean
+.PHONY: help demo test setup setup-np2 setup-bpy setup-blender addon docs-images clean distclean
 
 help:
 	@sed -n '3,9p' Makefile | sed 's/^# \{0,1\}//'
@@ -38,6 +38,12 @@ setup-blender:
 # The add-on zip (dist/blender_ipc-<version>.zip, solver embedded). build_addon.py uses only the stdlib.
 addon:
 	$(PYTHON) build_addon.py
+
+# Refresh the README pictures from a demo run.
+docs-images: demo
+	mkdir -p docs/images
+	cp out/filmstrip.png docs/images/demo.png
+	cp out/compressing_squares.gif docs/images/demo.gif
 
 clean:
 	rm -rf out dist build .pytest_cache .hypothesis
