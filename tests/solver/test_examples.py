@@ -241,3 +241,15 @@ def test_free_fall_example_follows_implicit_euler():
     for k in range(6):
         expected = x0 + k * h * np.array([0.5, 0.0]) + h * h * g * k * (k + 1) / 2
         np.testing.assert_allclose(traj.body_positions[0][k], expected, atol=1e-6)
+
+
+def test_compressing_squares_bodies_stay_under_the_ceiling():
+    """Full 300-step run: the ceiling is long enough that nothing escapes past its ends."""
+    s = compressing_squares(2)
+    traj = solver.simulate(s, 300)
+    ceiling = traj.collider_positions[0]                       # (301, 2, 2)
+    bodies = np.concatenate(traj.body_positions, axis=1)       # (301, 18, 2)
+    assert np.all(bodies[:, :, 1] < ceiling[:, None, 0, 1])
+    assert np.all(bodies[:, :, 0] > ceiling[:, None, 0, 0])
+    assert np.all(bodies[:, :, 0] < ceiling[:, None, 1, 0])
+    assert abs(ceiling[-1, 0, 1] + 0.7) < 1e-9
