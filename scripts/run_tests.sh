@@ -67,7 +67,11 @@ run_step() {
         124|137) status=FAIL; detail="timed out after ${LEG_TIMEOUT}s" ;;
         *) status=FAIL; detail="exit $rc" ;;
     esac
-    if [[ "$junit" != - ]]; then
+    if [[ "$junit" == - ]]; then
+        # Runners without JUnit output (the Blender leg) end with "N passed, M failed".
+        local tally; tally="$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 || true)"
+        [[ -z "$tally" ]] || detail="$tally; $detail"
+    else
         local counts; counts="$(junit_counts "$junit")"
         if [[ -z "$counts" ]]; then
             status=FAIL; detail="$detail; no JUnit report"
