@@ -65,11 +65,12 @@ def build_compressing_squares(context, n_seg=8, fps=25, substeps=4, n_frames=61)
 
     top = _grid_square("IPC_Square_Top", SIDE, n_seg, TOP_CENTRE)
     bottom = _grid_square("IPC_Square_Bottom", SIDE, n_seg, BOTTOM_CENTRE)
-    # Ceiling: a 2 m wide slab whose lower edge is the contact surface.
-    ceiling = _mesh_object("IPC_Ceiling", [(-1, 0, 0), (1, 0, 0), (1, 0, 0.1), (-1, 0, 0.1)],
+    # Ceiling: an 8 m wide slab whose lower edge is the contact surface; wide
+    # enough that the square squeezed out sideways stays under it.
+    ceiling = _mesh_object("IPC_Ceiling", [(-4, 0, 0), (4, 0, 0), (4, 0, 0.1), (-4, 0, 0.1)],
                            [(0, 1, 2, 3)], (0.0, 0.0, CEILING_START))
-    ground = _mesh_object("IPC_Ground_Visual", [(-1.5, 0, -0.1), (1.5, 0, -0.1), (1.5, 0, 0),
-                                                (-1.5, 0, 0)], [(0, 1, 2, 3)], (0, 0, GROUND))
+    ground = _mesh_object("IPC_Ground_Visual", [(-4, 0, -0.1), (4, 0, -0.1), (4, 0, 0),
+                                                (-4, 0, 0)], [(0, 1, 2, 3)], (0, 0, GROUND))
     for obj in (top, bottom, ceiling, ground):
         collection.objects.link(obj)
     for obj in (top, bottom):
