@@ -107,8 +107,9 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
                ("convergent", "Convergent", "Point-point duplicates subtracted")])
     eps_v: FloatProperty(name="Friction \u03b5v", default=1e-3, min=1e-8, precision=5,
                          description="Friction smoothing velocity [m/s]")
-    newton_tol: FloatProperty(name="Newton Tolerance", default=1e-2, min=1e-9, precision=5,
-                              description="Stop when |dx|_inf / dt is below this [m/s]")
+    newton_tol: FloatProperty(name="Newton Tolerance", default=1e-3, min=1e-9, precision=5,
+                              description="Stop when |dx|_inf / dt is below this [m/s]. "
+                                          "Smaller values give more accurate sliding friction")
     max_newton_iters: IntProperty(name="Max Newton Iterations", default=100, min=1)
     use_ground: BoolProperty(name="Ground", default=False)
     ground_height: FloatProperty(name="Height", default=0.0, unit="LENGTH")
