@@ -46,7 +46,7 @@ def candidate_stencils(model, x0, x1, pad):
     elo, ehi = edge_boxes(x0, x1, edges)
     pi, ei = candidates(plo, phi, elo, ehi)
     p, e = pts[pi], edges[ei]
-    keep = (p != e[:, 0]) & (p != e[:, 1]) & ~(model.is_collider[p] & model.is_collider[e[:, 0]])
+    keep = model.may_contact(p, e[:, 0], e[:, 1])
     return np.column_stack([p[keep], e[keep]])
 
 
@@ -58,12 +58,12 @@ def build_contact_set(model, stencils, kappa, dhat, formulation):
     pp = np.zeros(len(stencils), bool)
     if formulation != "convergent" or len(stencils) == 0:
         return ContactSet(stencils, coef, pp)
+    # Each point-point distance d(a, v) is counted once per kept stencil
+    # (a, e) with v in e: subtract all but one of them.
     a = np.concatenate([stencils[:, 0], stencils[:, 0]])
     v = np.concatenate([stencils[:, 1], stencils[:, 2]])
-    key = np.unique(a.astype(np.int64) * model.n + v)
-    a, v = key // model.n, key % model.n
-    # v's edges seen by a, minus one: the PE sum counts the PP distance that often too many
-    mult = model.degree[v] - model.adjacent(a, v) - 1
+    key, count = np.unique(a.astype(np.int64) * model.n + v, return_counts=True)
+    a, v, mult = key // model.n, key % model.n, count - 1
     ok = mult > 0
     a, v, mult = a[ok], v[ok], mult[ok]
     pp_idx = np.column_stack([a, v, v]).astype(np.intp)

@@ -45,7 +45,7 @@ class Model:
     rest (N,2), mass (N,), is_collider (N,) bool, mu / mu_static (N,) per-vertex
     kinetic / static friction,
     weight (N,) contact quadrature weights, degree (N,) boundary degree,
-    points (P,), edges (E,2), edge_keys sorted (E,) undirected keys,
+    points (P,), edges (E,2),
     elements: ElasticElements, body_slices / collider_slices: vertex ranges,
     kin_groups: prescribed vertex groups, plane_point/plane_normal (H,2), plane_mu (H,),
     hp_points (B,) body boundary vertices checked against planes.
@@ -61,7 +61,6 @@ class Model:
     degree: np.ndarray
     points: np.ndarray
     edges: np.ndarray
-    edge_keys: np.ndarray
     elements: elasticity.ElasticElements
     body_slices: Tuple[slice, ...]
     collider_slices: Tuple[slice, ...]
@@ -72,21 +71,33 @@ class Model:
     plane_names: Tuple[str, ...]
     hp_points: np.ndarray
     owner: np.ndarray          # (N,) index into names (bodies then colliders)
+    loop: np.ndarray           # (N,) boundary loop id of body boundary vertices, -1 elsewhere
+    arclen: np.ndarray         # (N,) rest arclength of the vertex along its loop
+    loop_length: np.ndarray    # (L,) rest length of each loop
+    exclusion_radius: float    # pairs closer than this along a boundary loop never contact
 
     @property
     def n(self):
         return len(self.rest)
 
-    def edge_key(self, a, b):
-        lo, hi = np.minimum(a, b), np.maximum(a, b)
-        return lo.astype(np.int64) * self.n + hi
+    def may_contact(self, p, e0, e1):
+        """(n,) bool: which point-edge pairs are eligible for contact.
 
-    def adjacent(self, a, b):
-        """Whether vertices a and b (arrays) share a boundary edge."""
-        k = self.edge_key(a, b)
-        pos = np.searchsorted(self.edge_keys, k)
-        pos = np.minimum(pos, len(self.edge_keys) - 1)
-        return self.edge_keys[pos] == k if len(self.edge_keys) else np.zeros(len(k), bool)
+        Excluded: a point and its incident edges, collider against collider,
+        and pairs of the same boundary loop whose rest arclength distance is
+        below the exclusion radius (the geodesic neighbourhood N(X) of the
+        seeds, r = 2 dhat: without it, meshes finer than dhat would push their
+        own boundary neighbours apart at rest)."""
+        ok = (p != e0) & (p != e1) & ~(self.is_collider[p] & self.is_collider[e0])
+        same = (self.loop[p] >= 0) & (self.loop[p] == self.loop[e0])
+        if same.any():
+            L = self.loop_length[self.loop[p[same]]]
+            near = np.zeros(len(p), bool)
+            for end in (e0, e1):
+                gap = np.abs(self.arclen[p[same]] - self.arclen[end[same]])
+                near[same] |= np.minimum(gap, L - gap) < self.exclusion_radius
+            ok &= ~near
+        return ok
 
 
 def build_model(scene):
@@ -95,6 +106,7 @@ def build_model(scene):
     rest, vel, mass, mu, mu_s, owner = [], [], [], [], [], []
     tris, edges, E, nu = [], [], [], []
     body_slices, collider_slices, kin, names = [], [], [], []
+    edges_body = []
     offset = 0
     for bi, (body, (v, t)) in enumerate(zip(scene.bodies, meshes)):
         n = len(v)
@@ -107,6 +119,7 @@ def build_model(scene):
         owner.append(np.full(n, bi))
         tris.append(t + offset)
         edges.append(mesh.boundary_edges(t) + offset)
+        edges_body.append(edges[-1])
         E.append(np.full(len(t), float(mat.E)))
         nu.append(np.full(len(t), float(mat.nu)))
         for pi, pin in enumerate(body.pins):
@@ -146,12 +159,13 @@ def build_model(scene):
     elements = elasticity.make_elements(rest, all_tris, np.concatenate(E), np.concatenate(nu))
     planes = scene.half_planes
     normals = np.array([np.asarray(p.normal, float) / np.linalg.norm(p.normal) for p in planes]).reshape(-1, 2)
-    lo, hi = np.minimum(edges[:, 0], edges[:, 1]), np.maximum(edges[:, 0], edges[:, 1])
+    loop, arclen, loop_length = _boundary_loops(rest, np.concatenate(edges_body) if edges_body
+                                                else np.zeros((0, 2), np.intp), offset)
     return Model(
         names=tuple(names), rest=rest, velocity=np.concatenate(vel), mass=np.concatenate(mass),
         is_collider=is_collider, mu=np.concatenate(mu), mu_static=np.concatenate(mu_s),
         weight=mesh.vertex_weights(rest, edges, offset), degree=degree,
-        points=points, edges=edges, edge_keys=np.sort(lo.astype(np.int64) * offset + hi),
+        points=points, edges=edges,
         elements=elements, body_slices=tuple(body_slices), collider_slices=tuple(collider_slices),
         kin_groups=tuple(kin),
         plane_point=np.array([p.point for p in planes], float).reshape(-1, 2),
@@ -159,7 +173,33 @@ def build_model(scene):
         plane_names=tuple(p.name for p in planes),
         hp_points=points[~is_collider[points]],
         owner=np.concatenate(owner),
+        loop=loop, arclen=arclen, loop_length=loop_length,
+        # 2 dhat: boundary points closer than that along the boundary stay at
+        # least dhat apart in space around convex corners down to 60 degrees
+        exclusion_radius=2.0 * float(scene.params.dhat),
     )
+
+
+def _boundary_loops(x, edges, n):
+    """Walk the directed boundary edges of bodies (every boundary vertex has
+    exactly one outgoing edge, checked by validation) into closed loops.
+    Returns loop id (n,), arclength (n,), loop lengths (L,).  Runs once per
+    scene, so a plain walk is fine."""
+    loop = np.full(n, -1, np.intp)
+    arclen = np.zeros(n)
+    nxt = dict(zip(edges[:, 0].tolist(), edges[:, 1].tolist()))
+    lengths = []
+    for start in edges[:, 0].tolist():
+        if loop[start] >= 0:
+            continue
+        lid, s, v = len(lengths), 0.0, start
+        while loop[v] < 0:
+            loop[v], arclen[v] = lid, s
+            w = nxt[v]
+            s += float(np.hypot(*(x[w] - x[v])))
+            v = w
+        lengths.append(s)
+    return loop, arclen, np.array(lengths)
 
 
 def _initial_velocity(body, n):

@@ -160,7 +160,7 @@ def check_initial_geometry(model, x, dhat):
     elo, ehi = edge_boxes(x, x, edges)
     pi, ei = candidates(plo, phi, elo, ehi)
     p, e = pts[pi], edges[ei]
-    keep = (p != e[:, 0]) & (p != e[:, 1]) & ~(model.is_collider[p] & model.is_collider[e[:, 0]])
+    keep = model.may_contact(p, e[:, 0], e[:, 1])
     p, e = p[keep], e[keep]
     X = np.stack([x[p], x[e[:, 0]], x[e[:, 1]]], axis=1)
     d = np.sqrt(distance_sq(X, point_edge_case(X)))
