@@ -324,14 +324,15 @@ def scene_objects(scene):
     return sorted(bodies, key=lambda o: o.name), sorted(others, key=lambda o: o.name)
 
 
-def view_box(context, frames, axes, margin=0.08):
-    """World-space box (xmin, xmax, ymin, ymax) holding all meshes over the given frames."""
+def view_box(context, frames, axes, margin=0.15):
+    """World-space box (xmin, xmax, ymin, ymax) framing the bodies over the given frames, with a
+    margin that shows the colliders next to them (colliders can be far wider than the action)."""
     scene = context.scene
     lo, hi = np.full(2, np.inf), np.full(2, -np.inf)
     bodies, others = scene_objects(scene)
     for f in frames:
         scene.frame_set(f)
-        for obj in bodies + others:
+        for obj in bodies or others:
             tris, edges = evaluated_geometry(context, obj, axes)
             for arr in (tris, edges):
                 if arr.size:
