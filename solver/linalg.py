@@ -104,29 +104,32 @@ def _dense_spd_solve(A, rhs):
 def _pcg(rows, cols, vals, rhs, rtol=1e-10, max_iter=None):
     """Jacobi-preconditioned conjugate gradients, numpy only."""
     n = len(rhs)
-    order = np.argsort(rows, kind="stable")
-    rows, cols, vals = rows[order], cols[order], vals[order]
 
     def matvec(x):
         return np.bincount(rows, weights=vals * x[cols], minlength=n)
 
     diag = np.bincount(rows[rows == cols], weights=vals[rows == cols], minlength=n)
     inv_diag = 1.0 / np.where(diag > 0, diag, 1.0)
-    x = np.zeros(n)
+    return conjugate_gradients(matvec, lambda r: inv_diag * r, rhs, rtol, max_iter or 10 * n)[0]
+
+
+def conjugate_gradients(matvec, precondition, rhs, rtol, max_iter):
+    """Preconditioned CG for SPD systems. Returns (x, converged, iterations)."""
+    x = np.zeros(len(rhs))
     r = rhs.copy()
-    z = inv_diag * r
+    z = precondition(r)
     p = z.copy()
     rz = r @ z
     tol = rtol * np.linalg.norm(rhs)
-    for _ in range(max_iter or 10 * n):
+    for it in range(max_iter):
         if np.linalg.norm(r) <= tol:
-            break
+            return x, True, it
         Ap = matvec(p)
         alpha = rz / (p @ Ap)
         x += alpha * p
         r -= alpha * Ap
-        z = inv_diag * r
+        z = precondition(r)
         rz_new = r @ z
         p = z + (rz_new / rz) * p
         rz = rz_new
-    return x
+    return x, bool(np.linalg.norm(r) <= tol), max_iter
