@@ -13,14 +13,14 @@
 # A leg fails when its command fails or times out, when pytest collects no tests (exit code 5,
 # or zero tests in the JUnit report), and when any test was skipped (a skipped test is not a
 # passed test; set ALLOW_SKIPS=1 to only report skips). Environment: LEG_TIMEOUT (seconds per
-# leg, default 1500), PYTEST_ARGS (extra pytest arguments, e.g. "-x -k ccd").
+# leg, default 900), PYTEST_ARGS (extra pytest arguments, e.g. "-x -k ccd").
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 ALL_LEGS=(solver-np2 solver-np1 addon-bpy addon-debian)
-LEG_TIMEOUT="${LEG_TIMEOUT:-1500}"
+LEG_TIMEOUT="${LEG_TIMEOUT:-900}"
 ALLOW_SKIPS="${ALLOW_SKIPS:-0}"
 RESULTS=out/test-results
 DEBIAN_RUNNER=scripts/test_blender_debian.sh
