@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .linalg import project_psd
+from .linalg import block_pattern, project_psd, stencil_dofs
 
 
 @dataclass(frozen=True)
@@ -25,14 +25,20 @@ class ElasticElements:
     D: (m, 3, 2) shape-function gradients (F = sum_a x_a D_a^T);
     B: (m, 4, 6) the same as the linear map vec(F) = B x_local
        (vec row-major: F_ij at 2i+j; x_local = [x0, y0, x1, y1, x2, y2]);
-    mu, lam: (m,) Lame parameters.
+    mu, lam: (m,) Lame parameters;
+    BT: (m, 6, 4) contiguous transpose of B;
+    dofs (m*6,), rows/cols (m*36,): precomputed scatter pattern.
     """
     tris: np.ndarray
     area: np.ndarray
     D: np.ndarray
     B: np.ndarray
+    BT: np.ndarray
     mu: np.ndarray
     lam: np.ndarray
+    dofs: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
 
 
 def lame(E, nu):
@@ -51,7 +57,9 @@ def make_elements(rest, tris, E, nu):
     D = np.concatenate([-Dm_inv.sum(axis=1, keepdims=True), Dm_inv], axis=1)  # (m,3,2)
     mu, lam = lame(np.broadcast_to(E, det.shape), np.broadcast_to(nu, det.shape))
     B = np.einsum("ik,naj->nijak", np.eye(2), D).reshape(len(tris), 4, 6)
-    return ElasticElements(tris, 0.5 * det, D, B, mu, lam)
+    rows, cols = block_pattern(tris)
+    BT = np.ascontiguousarray(np.swapaxes(B, 1, 2))
+    return ElasticElements(tris, 0.5 * det, D, B, BT, mu, lam, stencil_dofs(tris).ravel(), rows, cols)
 
 
 def deformation_gradient(el, x):
@@ -148,11 +156,11 @@ def projected_stress_derivative(el, F):
     c, s = np.cos(theta), np.sin(theta)
     e1 = c[:, None] * vp + s[:, None] * vm
     e2 = -s[:, None] * vp + c[:, None] * vm
-
-    def outer(v, lam):
-        return np.maximum(lam, 0.0)[:, None, None] * (v[:, :, None] * v[:, None, :])
-
-    return outer(e1, l1) + outer(e2, l2) + outer(wp, el.mu + d1) + outer(wm, el.mu - d1)
+    Qt = np.stack([e1, e2, wp, wm], axis=1)                                 # (m, 4, 4) rows
+    lam = np.maximum(np.stack([l1, l2, el.mu + d1, el.mu - d1], axis=1), 0.0)  # clamped eigenvalues
+    # Q diag(lam) Q^T; both matmul operands contiguous (batched matmul is
+    # several times slower on swapped-axes views)
+    return (np.swapaxes(Qt, 1, 2) * lam[:, None, :]) @ Qt
 
 
 def stress_derivative(el, F):
@@ -175,8 +183,7 @@ def gradient_hessian(el, x, project=True):
     cof = _cofactor(F)
     P = _stress(el, F, J, cof).reshape(m, 1, 4)
     C = projected_stress_derivative(el, F) if project else stress_derivative(el, F).reshape(m, 4, 4)
-    BT = np.swapaxes(el.B, 1, 2)
-    return el.area[:, None] * (P @ el.B)[:, 0], BT @ (C * el.area[:, None, None]) @ el.B
+    return el.area[:, None] * (P @ el.B)[:, 0], (el.BT @ (C * el.area[:, None, None])) @ el.B
 
 
 def hessian(el, x, project=True):

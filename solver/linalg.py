@@ -34,6 +34,14 @@ def stencil_dofs(idx):
     return (2 * idx[:, :, None] + np.arange(2)).reshape(len(idx), -1)
 
 
+def block_pattern(idx):
+    """COO (rows, cols) of the local blocks of vertex stencils idx (n, k),
+    each (n * 4k^2,), in the row-major order of H (n, 2k, 2k)."""
+    dofs = stencil_dofs(idx)
+    k = dofs.shape[1]
+    return np.repeat(dofs, k, axis=1).ravel(), np.tile(dofs, (1, k)).ravel()
+
+
 class Triplets:
     """Accumulates COO triplets of a symmetric global matrix and a gradient."""
 
@@ -46,10 +54,12 @@ class Triplets:
         """Scatter local Hessians H (n, 2k, 2k) of vertex stencils idx (n, k)."""
         if len(idx) == 0:
             return
-        dofs = stencil_dofs(idx)
-        k = dofs.shape[1]
-        self.rows.append(np.repeat(dofs, k, axis=1).ravel())
-        self.cols.append(np.tile(dofs, (1, k)).ravel())
+        self.add_pattern(*block_pattern(idx), H)
+
+    def add_pattern(self, rows, cols, H):
+        """Scatter blocks H whose (rows, cols) pattern is precomputed (block_pattern)."""
+        self.rows.append(rows)
+        self.cols.append(cols)
         self.vals.append(H.ravel())
 
     def add_diagonal(self, dofs, vals):
@@ -61,7 +71,11 @@ class Triplets:
         """Scatter local gradients g (n, 2k) of vertex stencils idx (n, k)."""
         if len(idx) == 0:
             return
-        np.add.at(self.grad, stencil_dofs(idx).ravel(), g.ravel())
+        self.add_gradient_at(stencil_dofs(idx).ravel(), g)
+
+    def add_gradient_at(self, dofs, g):
+        """Scatter gradients g (n, 2k) at precomputed flat DOF indices (n * 2k,)."""
+        self.grad += np.bincount(dofs, weights=g.ravel(), minlength=self.n_dof)
 
     def arrays(self):
         return (np.concatenate(self.rows), np.concatenate(self.cols),

@@ -95,8 +95,8 @@ class IncrementalPotential:
         with tm("elasticity"):
             el = m.elements
             g, H = elasticity.gradient_hessian(el, x)
-            T.add_gradient(el.tris, h2 * g)
-            T.add_blocks(el.tris, h2 * H)
+            T.add_gradient_at(el.dofs, h2 * g)
+            T.add_pattern(el.rows, el.cols, h2 * H)
         with tm("barrier"):
             self._barrier_terms(T, x, cs)
         with tm("friction"):

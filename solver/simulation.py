@@ -17,7 +17,7 @@ from .contacts import build_contact_set, candidate_stencils, pair_friction, plan
 from .distance import distance_sq, point_edge_case
 from .errors import ConvergenceError
 from .friction import FrictionSet
-from .linalg import Triplets, eliminate_fixed, solve, stencil_dofs
+from .linalg import Triplets, eliminate_fixed, solve
 from .model import build_model
 from .potential import IncrementalPotential, StepConstants
 from .profiling import Timers
@@ -217,7 +217,8 @@ class Simulation:
         free = ~np.repeat(m.is_collider, 2)
         g_e = (m.mass[:, None] * (x - x_tilde)).ravel()
         el = m.elements
-        np.add.at(g_e, stencil_dofs(el.tris).ravel(), (p.dt * p.dt * elasticity.gradient(el, x)).ravel())
+        g_e += np.bincount(el.dofs, weights=(p.dt * p.dt * elasticity.gradient(el, x)).ravel(),
+                           minlength=len(g_e))
         k = -float(np.dot(g_e[free], g_b[free])) / float(np.dot(g_b[free], g_b[free]))
         self.kappa = min(max(self.kappa, k), KAPPA_MAX_FACTOR * self.kappa_min)
         return True
