@@ -146,6 +146,12 @@ fi
 
 banner "summary ($((SECONDS - T_START)) s total)"
 printf '%s\n' "${SUMMARY[@]}"
+# Tests outside the legs' folders would silently never run: name them.
+for dir in $(find tests -name 'test_*.py' -printf '%h\n' 2>/dev/null | cut -d/ -f1-2 | sort -u); do
+    case "$dir" in tests/solver|tests/addon) ;; *)
+        echo "NOTE: $dir has test files that no leg runs (add a leg in scripts/run_tests.sh)" ;;
+    esac
+done
 if [[ ${#LEGS[@]} -ne ${#ALL_LEGS[@]} ]]; then
     echo "NOTE: only legs '${LEGS[*]}' were run; 'make test' without LEGS runs all of them."
 fi
