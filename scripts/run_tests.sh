@@ -5,8 +5,8 @@
 #   scripts/run_tests.sh LEG...       only these legs (for development; the summary says so)
 #
 # Legs:
-#   solver-np2      tests/solver with pytest, numpy 2.x            (.venv-np2)
-#   solver-np1      tests/solver with pytest, numpy 1.x            (.venv, the bpy venv)
+#   solver-np2      tests/solver + tests/bench with pytest, numpy 2.x   (.venv-np2)
+#   solver-np1      tests/solver + tests/bench with pytest, numpy 1.x   (.venv, the bpy venv)
 #   addon-bpy       tests/addon with pytest under the bpy 5.0.1 wheel (.venv)
 #   addon-debian    scripts/test_blender_debian.sh: Debian's `blender -b` (3.4) with the built zip
 #
@@ -24,6 +24,8 @@ LEG_TIMEOUT="${LEG_TIMEOUT:-900}"
 ALLOW_SKIPS="${ALLOW_SKIPS:-0}"
 RESULTS=out/test-results
 DEBIAN_RUNNER=scripts/test_blender_debian.sh
+# Plain-Python tests (no bpy): the solver suite, plus the bench smoke test when present.
+SOLVER_DIRS=(tests/solver tests/bench)
 
 if [[ $# -gt 0 ]]; then LEGS=("$@"); else LEGS=("${ALL_LEGS[@]}"); fi
 for leg in "${LEGS[@]}"; do
@@ -101,11 +103,13 @@ setup_step() {
 }
 not_run() { record "$1" FAIL 0 "not run: $2"; }
 
-pytest_leg() {      # pytest_leg NAME VENV TESTDIR
-    local junit="$RESULTS/$1.xml"
-    if [[ ! -d "$3" ]]; then not_run "$1" "$3 does not exist"; return; fi
+pytest_leg() {      # pytest_leg NAME VENV MAIN_TESTDIR [EXTRA_TESTDIR...] (extras only if present)
+    local name="$1" venv="$2" junit="$RESULTS/$1.xml"; shift 2
+    if [[ ! -d "$1" ]]; then not_run "$name" "$1 does not exist"; return; fi
+    local dirs=("$1") d; shift
+    for d in "$@"; do [[ -d "$d" ]] && dirs+=("$d"); done
     # shellcheck disable=SC2086  # PYTEST_ARGS is a list of words on purpose
-    run_step "$1" "$junit" "$2/bin/python" -m pytest "$3" --junitxml="$junit" ${PYTEST_ARGS:-}
+    run_step "$name" "$junit" "$venv/bin/python" -m pytest "${dirs[@]}" --junitxml="$junit" ${PYTEST_ARGS:-}
 }
 
 T_START=$SECONDS
@@ -114,11 +118,11 @@ if wants solver-np1 || wants addon-bpy; then setup_step bpy bpy; fi
 wants addon-debian && setup_step blender blender
 
 if wants solver-np2; then
-    if [[ -n "${READY[np2]:-}" ]]; then pytest_leg solver-np2 .venv-np2 tests/solver
+    if [[ -n "${READY[np2]:-}" ]]; then pytest_leg solver-np2 .venv-np2 "${SOLVER_DIRS[@]}"
     else not_run solver-np2 "setup-np2 failed"; fi
 fi
 if wants solver-np1; then
-    if [[ -n "${READY[bpy]:-}" ]]; then pytest_leg solver-np1 .venv tests/solver
+    if [[ -n "${READY[bpy]:-}" ]]; then pytest_leg solver-np1 .venv "${SOLVER_DIRS[@]}"
     else not_run solver-np1 "setup-bpy failed"; fi
 fi
 if wants addon-bpy || wants addon-debian; then
@@ -148,7 +152,7 @@ banner "summary ($((SECONDS - T_START)) s total)"
 printf '%s\n' "${SUMMARY[@]}"
 # Tests outside the legs' folders would silently never run: name them.
 for dir in $(find tests -name 'test_*.py' -printf '%h\n' 2>/dev/null | cut -d/ -f1-2 | sort -u); do
-    case "$dir" in tests/solver|tests/addon) ;; *)
+    case " ${SOLVER_DIRS[*]} tests/addon " in *" $dir "*) ;; *)
         echo "NOTE: $dir has test files that no leg runs (add a leg in scripts/run_tests.sh)" ;;
     esac
 done
