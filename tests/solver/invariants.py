@@ -1,0 +1,130 @@
+"""Independent checkers shared by the solver tests.
+
+Everything here is written from the textbook formulas and deliberately does
+NOT import from ``solver`` (so the tests never check the code against itself):
+point-segment distance, orientation predicates and segment intersection,
+boundary edges of a triangle mesh, signed areas, a least-squares rotation
+angle, and central finite differences.
+"""
+import numpy as np
+
+
+# ------------------------------------------------------------------ geometry
+
+def cross2(a, b):
+    """z-component of the 2D cross product, broadcasting over leading axes."""
+    return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+
+
+def point_segment_distance(p, a, b):
+    """Exact Euclidean distance of points p to segments [a, b] (arrays (..., 2)).
+
+    Orthogonal projection onto the segment's line, parameter clamped to [0, 1].
+    Degenerate segments (a == b) fall back to |p - a|.
+    """
+    p, a, b = (np.asarray(v, float) for v in (p, a, b))
+    e = b - a
+    ee = np.sum(e * e, axis=-1)
+    t = np.sum((p - a) * e, axis=-1) / np.where(ee > 0, ee, 1.0)
+    t = np.clip(np.where(ee > 0, t, 0.0), 0.0, 1.0)
+    q = a + t[..., None] * e
+    return np.sqrt(np.sum((p - q) ** 2, axis=-1))
+
+
+def orientation(p, q, r):
+    """Sign of the signed area of (p, q, r): +1 left turn, -1 right, 0 collinear."""
+    return np.sign(cross2(q - p, r - p))
+
+
+def _on_segment(p, q, r):
+    """For collinear p, q, r: does q lie within the bounding box of [p, r]?"""
+    return ((np.minimum(p[..., 0], r[..., 0]) <= q[..., 0]) & (q[..., 0] <= np.maximum(p[..., 0], r[..., 0]))
+            & (np.minimum(p[..., 1], r[..., 1]) <= q[..., 1]) & (q[..., 1] <= np.maximum(p[..., 1], r[..., 1])))
+
+
+def segments_intersect(a0, a1, b0, b1):
+    """Closed segments [a0,a1] and [b0,b1] share a point (touching counts).
+
+    Classic orientation-predicate test including all collinear cases.
+    Arrays (n, 2) -> (n,) bool.
+    """
+    o1, o2 = orientation(a0, a1, b0), orientation(a0, a1, b1)
+    o3, o4 = orientation(b0, b1, a0), orientation(b0, b1, a1)
+    general = (o1 != o2) & (o3 != o4) & (o1 != 0) & (o2 != 0) & (o3 != 0) & (o4 != 0)
+    proper_or_touch = (o1 * o2 <= 0) & (o3 * o4 <= 0)
+    collinear = ((o1 == 0) & _on_segment(a0, b0, a1)) | ((o2 == 0) & _on_segment(a0, b1, a1)) \
+        | ((o3 == 0) & _on_segment(b0, a0, b1)) | ((o4 == 0) & _on_segment(b0, a1, b1))
+    # proper_or_touch alone is wrong when all four are 0 (collinear but disjoint)
+    all_col = (o1 == 0) & (o2 == 0) & (o3 == 0) & (o4 == 0)
+    return general | collinear | (proper_or_touch & ~all_col)
+
+
+def signed_areas(x, tris):
+    x = np.asarray(x, float)
+    return 0.5 * cross2(x[tris[:, 1]] - x[tris[:, 0]], x[tris[:, 2]] - x[tris[:, 0]])
+
+
+def boundary_edges(tris):
+    """Undirected edges used by exactly one triangle, (k, 2) sorted per row."""
+    tris = np.asarray(tris)
+    e = np.sort(np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]), axis=1)
+    uniq, count = np.unique(e, axis=0, return_counts=True)
+    return uniq[count == 1]
+
+
+def crossing_edge_pairs(x, edges):
+    """All pairs (i, j), i < j, of edges (k,2) that do not share a vertex but
+    intersect (touching included), for positions x (N, 2).  O(k^2) on purpose."""
+    k = len(edges)
+    i, j = np.triu_indices(k, 1)
+    ei, ej = edges[i], edges[j]
+    share = (ei[:, :, None] == ej[:, None, :]).any(axis=(1, 2))
+    i, j, ei, ej = i[~share], j[~share], ei[~share], ej[~share]
+    hit = segments_intersect(x[ei[:, 0]], x[ei[:, 1]], x[ej[:, 0]], x[ej[:, 1]])
+    return np.column_stack([i[hit], j[hit]])
+
+
+def rotation_angle(rest, x):
+    """Angle [rad] of the rotation R minimising sum |(x - c) - R (X - C)|^2
+    (2D Procrustes / polar fit about the centroids)."""
+    X = rest - rest.mean(axis=0)
+    y = x - x.mean(axis=0)
+    A = y.T @ X          # sum y X^T
+    return float(np.arctan2(A[1, 0] - A[0, 1], A[0, 0] + A[1, 1]))
+
+
+# ------------------------------------------------------------------ finite differences
+
+def fd_gradient(f, x, h):
+    """Central-difference gradient of scalar f at flat x."""
+    x = np.asarray(x, float)
+    g = np.empty_like(x)
+    for i in range(len(x)):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += h
+        xm[i] -= h
+        g[i] = (f(xp) - f(xm)) / (2.0 * h)
+    return g
+
+
+def fd_jacobian(g, x, h):
+    """Central-difference Jacobian of vector function g at flat x: J[:, i] = dg/dx_i."""
+    x = np.asarray(x, float)
+    cols = []
+    for i in range(len(x)):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += h
+        xm[i] -= h
+        cols.append((np.asarray(g(xp), float) - np.asarray(g(xm), float)) / (2.0 * h))
+    return np.stack(cols, axis=-1)
+
+
+def assert_close_rel(actual, expected, rtol, what=""):
+    """|actual - expected| <= rtol * max(|expected|, |actual|), Frobenius norms
+    over the whole array (so entries that are ~0 do not need their own scale)."""
+    actual = np.asarray(actual, float)
+    expected = np.asarray(expected, float)
+    scale = max(np.linalg.norm(expected), np.linalg.norm(actual), 1e-300)
+    err = np.linalg.norm(actual - expected)
+    assert err <= rtol * scale, \
+        f"{what}: relative error {err / scale:.3e} > {rtol:g}\nactual={actual}\nexpected={expected}"
