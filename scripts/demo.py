@@ -131,6 +131,13 @@ def rotation_deg(p0: np.ndarray, p1: np.ndarray) -> float:
     return float(np.degrees(np.arctan2(cross, dot)))
 
 
+def total_rotation_deg(frames: np.ndarray) -> float:
+    """Accumulated rotation over a frame sequence (n_frames, n, 2): the sum of the
+    frame-to-frame best-fit rotations, so a square that rolls 270 degrees reads
+    +270, not -90."""
+    return float(sum(rotation_deg(a, b) for a, b in zip(frames[:-1], frames[1:])))
+
+
 def build_scene(addon, bpy, n_seg: int, n_frames: int | None):
     kwargs = {"n_seg": n_seg}
     params = inspect.signature(addon.examples.build_compressing_squares).parameters
@@ -207,7 +214,7 @@ def run(bpy, addon, args, out_dir, t_total) -> int:
     say(f"[demo] saved {os.path.relpath(blend, ROOT)}")
 
     axes = render_filmstrip.plane_axes(scene)
-    rot = {n: rotation_deg(f[0][:, list(axes)], f[-1][:, list(axes)]) for n, f in keyed.items()}
+    rot = {n: total_rotation_deg(f[:, :, list(axes)]) for n, f in keyed.items()}
 
     say("[demo] pictures ...")
     t_pic = time.perf_counter()
@@ -235,7 +242,7 @@ def run(bpy, addon, args, out_dir, t_total) -> int:
     ]
     for name in sorted(rot):
         sense = "counter-clockwise" if rot[name] > 0 else "clockwise"
-        lines.append(f"rotation {name:<12s}{abs(rot[name]):6.1f} deg {sense} (first -> last frame)")
+        lines.append(f"rotation {name:<12s}{abs(rot[name]):6.1f} deg {sense} (accumulated over the frames)")
     lines += [
         f"outputs              {os.path.relpath(blend, ROOT)}, {os.path.relpath(film, ROOT)} ({method}), "
         f"{os.path.relpath(gif, ROOT)}",
