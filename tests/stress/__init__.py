@@ -1,0 +1,1 @@
+"""Stress corpus for the solver (issue 6): generator, independent checker, runner."""
