@@ -128,3 +128,17 @@ def assert_close_rel(actual, expected, rtol, what=""):
     err = np.linalg.norm(actual - expected)
     assert err <= rtol * scale, \
         f"{what}: relative error {err / scale:.3e} > {rtol:g}\nactual={actual}\nexpected={expected}"
+
+
+def random_stencil(rng, kind):
+    """A point-edge stencil [p, e0, e1] (3, 2) well inside one closest-feature
+    region: kind 'PP0' (projection parameter in [-1, -0.2]), 'PP1' ([1.2, 2])
+    or 'PL' ([0.2, 0.8]); small finite-difference steps never change the case."""
+    e0 = rng.uniform(-1, 1, 2)
+    ang = rng.uniform(0, 2 * np.pi)
+    e1 = e0 + rng.uniform(0.3, 1.0) * np.array([np.cos(ang), np.sin(ang)])
+    e = e1 - e0
+    n = np.array([-e[1], e[0]]) / np.linalg.norm(e)
+    t = {"PP0": rng.uniform(-1.0, -0.2), "PP1": rng.uniform(1.2, 2.0), "PL": rng.uniform(0.2, 0.8)}[kind]
+    p = e0 + t * e + rng.uniform(0.05, 0.5) * rng.choice([-1, 1]) * n
+    return np.array([p, e0, e1])

@@ -6,6 +6,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from invariants import assert_close_rel, fd_gradient, fd_jacobian, point_segment_distance
+from invariants import random_stencil as _random_stencil
 from solver.distance import (PL, PP0, PP1, closest_point_parameter, distance_sq,
                              distance_sq_derivatives, distance_sq_gradient, distance_sq_hessian,
                              point_edge_case, segment_distance_sq)
@@ -59,15 +60,7 @@ def test_case_and_closest_point_parameter(p, a, b):
 
 
 def random_stencil(rng, case):
-    """A stencil [p, e0, e1] well inside the given case (projection parameter
-    away from 0 and 1, so FD perturbations do not change the case)."""
-    e0 = rng.uniform(-1, 1, 2)
-    e1 = e0 + rng.uniform(0.3, 1.0) * np.array([np.cos(a := rng.uniform(0, 2 * np.pi)), np.sin(a)])
-    e = e1 - e0
-    n = np.array([-e[1], e[0]]) / np.linalg.norm(e)
-    t = {PP0: rng.uniform(-1.0, -0.2), PP1: rng.uniform(1.2, 2.0), PL: rng.uniform(0.2, 0.8)}[case]
-    p = e0 + t * e + rng.uniform(0.05, 0.5) * rng.choice([-1, 1]) * n
-    return np.array([p, e0, e1])
+    return _random_stencil(rng, {PP0: "PP0", PP1: "PP1", PL: "PL"}[case])
 
 
 def test_gradient_and_hessian_match_finite_differences():
