@@ -18,9 +18,16 @@ counted, not failures.  Exit status 1 if any scene failed.
 """
 from __future__ import annotations
 
+import os
+
+# OpenBLAS threads make the solver's small dense solves ~7x slower (measured, see
+# FINDINGS.md) and oversubscribe the cores with --jobs; this only takes effect when
+# numpy is not imported yet (python3 -m tests.stress.run).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 import argparse
 import json
-import os
 import re
 import signal
 import sys
