@@ -1,6 +1,7 @@
 """Performance benchmark of the solver (issue 5): scenes S1-S4, one table.
 
     python3 bench/run.py [S1 S2 S3 S4 ...] [--quick] [--steps N] [--json out.json]
+    python3 bench/run.py S1 S4:60          # NAME:STEPS overrides one scene's step count
     python3 bench/run.py --profile S2 [--steps N]
 
 Scenes (names accepted on the command line; ``S3`` means both of its sizes):
@@ -84,14 +85,17 @@ def build_scene(name):
 
 
 def expand_scenes(names):
+    """Command-line names -> [(scene, steps or None)]; 'NAME:STEPS' overrides the step count."""
     out = []
     for n in names or ("S1", "S2", "S3", "S4"):
-        key = n.upper()
+        key, _, steps = n.upper().partition(":")
+        if steps and not (steps.isdigit() and int(steps) > 0):
+            raise SystemExit(f"bench: bad step count in {n!r} (expected NAME:STEPS, STEPS >= 1)")
         for s in ALIASES.get(key, (key,)):
             if s not in SCENES:
                 raise SystemExit(f"bench: unknown scene {n!r}; known: S1 S2 S3 S3-32 S3-64 S4")
-            if s not in out:
-                out.append(s)
+            if s not in [o[0] for o in out]:
+                out.append((s, int(steps) if steps else None))
     return out
 
 
@@ -260,15 +264,17 @@ def report(results, tracemalloc_used=False):
 
 # ---------------------------------------------------------------- profile
 
-def profile_scene(name, steps, top=30):
+def profile_scene(name, steps, progress=True, top=30):
+    """cProfile timed with process CPU time: on a shared machine wall-clock
+    profiles mostly measure the other processes."""
     import cProfile
     import pstats
-    prof = cProfile.Profile()
+    prof = cProfile.Profile(time.process_time)
     prof.enable()
-    r = run_scene(name, steps, progress=True)
+    r = run_scene(name, steps, progress=progress)
     prof.disable()
-    print(f"## cProfile of {name}, {steps} steps (wall {r['wall_s']:.2f} s under the profiler), "
-          f"top {top} by tottime\n")
+    print(f"## cProfile of {name}, {steps} steps (CPU {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f} s "
+          f"under the profiler), top {top} by tottime (CPU seconds)\n")
     pstats.Stats(prof, stream=sys.stdout).strip_dirs().sort_stats("tottime").print_stats(top)
     return r
 
@@ -277,7 +283,8 @@ def profile_scene(name, steps, top=30):
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenes", nargs="*", help="S1 S2 S3 (= S3-32 S3-64) S3-32 S3-64 S4; default all")
+    ap.add_argument("scenes", nargs="*",
+                    help="S1 S2 S3 (= S3-32 S3-64) S3-32 S3-64 S4, optionally NAME:STEPS; default all")
     ap.add_argument("--quick", action="store_true", help="a few steps per scene instead of the full runs")
     ap.add_argument("--steps", type=int, help="steps per scene (overrides the defaults and --quick)")
     ap.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
@@ -293,7 +300,9 @@ def parse_args(argv):
     return args
 
 
-def steps_for(name, args):
+def steps_for(name, args, override=None):
+    if override is not None:
+        return override
     if args.steps is not None:
         return args.steps
     spec = SCENES[name]
@@ -309,18 +318,20 @@ def main(argv=None):
             json.dump(r, f)
         return 0
     if args.profile:
-        name = expand_scenes([args.profile])[0]
-        profile_scene(name, steps_for(name, args))
+        name, override = expand_scenes([args.profile])[0]
+        profile_scene(name, steps_for(name, args, override), progress)
         return 0
     names = expand_scenes(args.scenes)
     print(f"# blender-ipc benchmark ({'quick' if args.quick else 'full'}), python {sys.version.split()[0]}, "
           f"numpy {__import__('numpy').__version__}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.2f}\n")
-    results = [run_in_child(n, steps_for(n, args), progress, args.tracemalloc) for n in names]
+    results = []
+    for name, override in names:
+        results.append(run_in_child(name, steps_for(name, args, override), progress, args.tracemalloc))
+        if args.json:   # rewritten after every scene: an interrupted run keeps what it finished
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
     report(results, args.tracemalloc)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
     return 0
 
 
