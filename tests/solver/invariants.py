@@ -142,3 +142,45 @@ def random_stencil(rng, kind):
     t = {"PP0": rng.uniform(-1.0, -0.2), "PP1": rng.uniform(1.2, 2.0), "PL": rng.uniform(0.2, 0.8)}[kind]
     p = e0 + t * e + rng.uniform(0.05, 0.5) * rng.choice([-1, 1]) * n
     return np.array([p, e0, e1])
+
+
+# ------------------------------------------------------------------ input builders
+# (These construct solver inputs; the checkers above never import solver.)
+
+def grid_square(side, n_seg, center=(0.0, 0.0), angle=0.0):
+    """Square of n_seg x n_seg cells, two CCW triangles per cell, rotated by angle
+    about its centre.  Written here so the tests do not depend on examples.py."""
+    s = np.linspace(-0.5 * side, 0.5 * side, n_seg + 1)
+    X, Y = np.meshgrid(s, s)
+    v = np.column_stack([X.ravel(), Y.ravel()])
+    c, sn = np.cos(angle), np.sin(angle)
+    v = v @ np.array([[c, sn], [-sn, c]]) + np.asarray(center, float)
+    tris = []
+    for j in range(n_seg):
+        for i in range(n_seg):
+            a = j * (n_seg + 1) + i
+            tris += [[a, a + 1, a + n_seg + 2], [a, a + n_seg + 2, a + n_seg + 1]]
+    return v, np.array(tris)
+
+
+def contact_scene(formulation="original", dhat=0.05, E=1e3, density=100.0, mu=0.4,
+                  mu_static=None, kappa=1e5):
+    """A small scene whose rest state has every kind of contact active (all
+    distances in (0, dhat)): body-body point-line and point-point pairs
+    (including a point near a vertex shared by two candidate edges, so the
+    convergent formulation subtracts a duplicate), body vs a tilted
+    half-plane, body vertices vs a collider edge and collider vertices vs body
+    edges.  Only mesh validation is run on it (build_model), not the
+    initial-geometry check."""
+    from solver import Body, Collider, HalfPlane, Material, Scene, SimParams
+    mat = Material(E=E, nu=0.3, density=density, mu=mu, mu_static=mu_static)
+    va, ta = grid_square(0.3, 2)                                   # [-0.15, 0.15]^2
+    vb, tb = grid_square(0.2, 1, angle=0.3)
+    low = vb[np.argmin(vb[:, 1])]
+    vb = vb - low + np.array([0.01, 0.15 + 0.5 * dhat])             # lowest corner above A's top
+    col = Collider.static("wall", [[0.15 + 0.4 * dhat, -0.1], [0.15 + 0.4 * dhat, 0.1]], [[0, 1]], mu=0.3)
+    tilt = 0.05
+    ground = HalfPlane((0.0, -0.15 - 0.6 * dhat), (np.sin(tilt), np.cos(tilt)), 0.5, "ground")
+    params = SimParams(dt=0.01, dhat=dhat, kappa=kappa, formulation=formulation, eps_v=0.05)
+    return Scene(bodies=(Body("A", va, ta, mat), Body("B", vb, tb, mat)), colliders=(col,),
+                 half_planes=(ground,), params=params)

@@ -1,0 +1,175 @@
+"""Semi-implicit friction: mollifier against the seed formulas, gradient and
+Hessian of synthetic and real (pair + half-plane) friction sets against
+central differences in the |u| < eps and |u| > eps regions, PSD projection,
+and the frozen normal force / tangent / friction coefficient."""
+import math
+
+import numpy as np
+import pytest
+
+from invariants import assert_close_rel, contact_scene, fd_gradient, fd_jacobian, point_segment_distance
+from solver import barrier, friction
+from solver.contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
+from solver.friction import FrictionSet
+from solver.model import build_model
+
+
+def f0_ref(y, eps):
+    y = abs(y)
+    return -y ** 3 / (3 * eps ** 2) + y ** 2 / eps + eps / 3 if y < eps else y
+
+
+def f1_ref(y, eps):
+    y = abs(y)
+    return 2 * y / eps - y ** 2 / eps ** 2 if y < eps else 1.0
+
+
+def test_mollifier_matches_seed_and_is_c1():
+    eps = 1e-3
+    for y in np.linspace(-3 * eps, 3 * eps, 61):
+        assert math.isclose(friction.f0(np.array([y]), eps)[0], f0_ref(y, eps), rel_tol=1e-12, abs_tol=1e-18)
+        assert math.isclose(friction.f1(np.array([y]), eps)[0], f1_ref(y, eps), rel_tol=1e-12, abs_tol=1e-18)
+    # continuity of f0, f1 and f0'' at y = eps; f1 = d f0 / dy
+    for fn in (friction.f0, friction.f1, friction.f0_d2):
+        lo, hi = fn(np.array([eps * (1 - 1e-9)]), eps)[0], fn(np.array([eps * (1 + 1e-9)]), eps)[0]
+        assert abs(lo - hi) < 1e-6 * (2.0 / eps)     # 2/eps: the largest value of f0''
+    y = np.linspace(0.01, 2.9, 40) * eps
+    h = 1e-9
+    assert np.allclose((friction.f0(y + h, eps) - friction.f0(y - h, eps)) / (2 * h), friction.f1(y, eps), atol=1e-6)
+
+
+def synthetic_set(rng, n, k, mu_static):
+    idx = np.arange(n * k).reshape(n, k)
+    w = rng.normal(size=(n, 2 * k))
+    mu_lam = rng.uniform(0.5, 5.0, n)
+    mus = mu_lam * rng.uniform(1.2, 2.0, n) if mu_static else None
+    return FrictionSet(idx, w, mu_lam, mus)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("mu_static", [False, True])
+@pytest.mark.parametrize("region", [0.3, 0.8, 1.5, 3.0])   # |u| / eps: stick, stick, blend, slide
+def test_synthetic_friction_fd(k, mu_static, region):
+    rng = np.random.default_rng(int(region * 10) + 100 * k + mu_static)
+    eps = 1e-3
+    fs = synthetic_set(rng, 6, k, mu_static)
+    # displacements with slip u_i = +-region * eps for every contact
+    dx = rng.normal(size=(6 * k, 2))
+    u = np.einsum("ni,ni->n", fs.w, dx[fs.idx].reshape(6, -1))
+    target = region * eps * rng.choice([-1.0, 1.0], 6)
+    dx = (dx.reshape(6, -1) * (target / u)[:, None]).reshape(-1, 2)
+    z = dx.ravel()
+
+    def E(v):
+        return friction.value(fs, v.reshape(-1, 2), eps)
+
+    def G(v):
+        g = np.zeros(len(v))
+        np.add.at(g, (2 * fs.idx[:, :, None] + np.arange(2)).ravel(), friction.gradient(fs, v.reshape(-1, 2), eps).ravel())
+        return g
+
+    H = np.zeros((len(z), len(z)))
+    dofs = (2 * fs.idx[:, :, None] + np.arange(2)).reshape(6, -1)
+    Hl = friction.hessian(fs, dx, eps, project=False)
+    for i in range(6):
+        H[np.ix_(dofs[i], dofs[i])] += Hl[i]
+    h = 1e-7 * eps
+    assert_close_rel(G(z), fd_gradient(E, z, h), 1e-6, "friction gradient")
+    assert_close_rel(H, fd_jacobian(G, z, h), 1e-6, "friction Hessian")
+    # dissipative: the friction force opposes the slip
+    assert np.all(np.einsum("ni,ni->n", friction.gradient(fs, dx, eps), dx[fs.idx].reshape(6, -1)) > 0)
+    # projection: PSD, equal to the exact one wherever that is already PSD
+    Hp = friction.hessian(fs, dx, eps, project=True)
+    for i in range(6):
+        w = np.linalg.eigvalsh(Hp[i])
+        assert w.min() >= -1e-12 * max(1.0, abs(w).max())
+        if np.linalg.eigvalsh(Hl[i]).min() >= 0:
+            assert np.allclose(Hp[i], Hl[i])
+    # force magnitude: mu_s lambda f1 while sticking, mu_k lambda when sliding
+    g = friction.gradient(fs, dx, eps)
+    mag = np.abs(np.einsum("ni,ni->n", g, fs.w)) / np.einsum("ni,ni->n", fs.w, fs.w)
+    if region < 1:
+        assert np.allclose(mag, fs.static * f1_ref(region * eps, eps), rtol=1e-9)
+    elif region > 2:
+        assert np.allclose(mag, fs.mu_lambda, rtol=1e-9)
+
+
+def _weights_ref(model_edges, x, n):
+    w = np.zeros(n)
+    for a, b in model_edges:
+        L = np.linalg.norm(x[a] - x[b])
+        w[a] += 0.5 * L
+        w[b] += 0.5 * L
+    return w
+
+
+@pytest.mark.parametrize("formulation", ["original", "convergent"])
+def test_pair_and_plane_friction_sets_from_a_scene(formulation):
+    """Frozen lambda = -dE/dd (FD in d, independent barrier), tangent
+    perpendicular to the point-to-closest-point normal, mu the geometric mean,
+    and the FD check of the real sets in both slip regions."""
+    scene = contact_scene(formulation)
+    m = build_model(scene)
+    p = scene.params
+    x0 = m.rest
+    kappa, dhat = p.kappa, p.dhat
+    cs = build_contact_set(m, candidate_stencils(m, x0, x0, dhat), kappa, dhat, formulation)
+    fs = pair_friction(m, cs, x0, dhat)
+    assert len(fs) >= 4
+    w_ref = _weights_ref(m.edges, x0, m.n)
+
+    def B(s):
+        return -(s - 1) ** 2 * np.log(s) if 0 < s < 1 else 0.0
+
+    for k in range(len(fs)):
+        pt, e0, e1 = fs.idx[k]
+        duplicate = e0 == e1
+        d = point_segment_distance(x0[pt], x0[e0], x0[e1])
+        assert 0 < d < dhat
+        sign = -1.0 if duplicate else 1.0
+        coef = sign * 0.5 * kappa * dhat * w_ref[pt]
+        h = 1e-7 * dhat
+        lam = -(coef * B((d + h) ** 2 / dhat ** 2) - coef * B((d - h) ** 2 / dhat ** 2)) / (2 * h)
+        mu = math.sqrt(m.mu[pt] * m.mu[e0])
+        assert math.isclose(fs.mu_lambda[k], mu * lam, rel_tol=1e-5)
+        # tangent: w = Gamma (x) t with t orthogonal to the contact normal
+        t = fs.w[k, 0:2]
+        assert math.isclose(np.linalg.norm(t), 1.0, rel_tol=1e-12)
+        if not duplicate:
+            # closest point on the edge, independently
+            e = x0[e1] - x0[e0]
+            r = np.clip((x0[pt] - x0[e0]) @ e / (e @ e), 0, 1)
+            nrm = x0[pt] - (x0[e0] + r * e)
+            assert abs(t @ nrm) < 1e-9 * np.linalg.norm(nrm)
+            assert np.allclose(fs.w[k, 2:4], -(1 - r) * t) and np.allclose(fs.w[k, 4:6], -r * t)
+    if formulation == "convergent":
+        assert np.any(fs.idx[:, 1] == fs.idx[:, 2]) and np.any(fs.mu_lambda < 0)
+
+    pfs = plane_friction(m, x0, kappa, dhat)
+    assert len(pfs) == 3          # A's three bottom vertices are within dhat of the ground
+    nrm = m.plane_normal[0]
+    for k in range(len(pfs)):
+        v = pfs.idx[k, 0]
+        d = (x0[v] - m.plane_point[0]) @ nrm
+        coef = kappa * dhat * w_ref[v]
+        h = 1e-7 * dhat
+        lam = -(coef * B((d + h) ** 2 / dhat ** 2) - coef * B((d - h) ** 2 / dhat ** 2)) / (2 * h)
+        assert math.isclose(pfs.mu_lambda[k], math.sqrt(0.4 * 0.5) * lam, rel_tol=1e-5)
+        assert abs(pfs.w[k] @ nrm) < 1e-12
+
+    # FD of the real sets: small (stick) and large (slide) displacements
+    rng = np.random.default_rng(7)
+    eps = 1e-3
+    for scale in (0.05, 20.0):
+        disp = rng.normal(size=(m.n, 2)) * scale * eps
+        for S in (fs, pfs):
+            def E(v):
+                return friction.value(S, v.reshape(-1, 2), eps)
+
+            def G(v):
+                g = np.zeros(len(v))
+                np.add.at(g, (2 * S.idx[:, :, None] + np.arange(2)).ravel(),
+                          friction.gradient(S, v.reshape(-1, 2), eps).ravel())
+                return g
+            z = disp.ravel()
+            assert_close_rel(G(z), fd_gradient(E, z, 1e-7 * eps), 1e-6, "scene friction gradient")
