@@ -9,6 +9,8 @@
 #   solver-np1      tests/solver + tests/bench with pytest, numpy 1.x   (.venv, the bpy venv)
 #   addon-bpy       tests/addon with pytest under the bpy 5.0.1 wheel (.venv)
 #   addon-debian    scripts/test_blender_debian.sh: Debian's `blender -b` (3.4) with the built zip
+#   gui             tests/gui/run_gui_tests.sh: Debian's blender GUI under Xvfb (modal bake, Esc,
+#                   Cancel, undo); installs xvfb with apt-get when run as root
 #
 # A leg fails when its command fails or times out, when pytest collects no tests (exit code 5,
 # or zero tests in the JUnit report), and when any test was skipped (a skipped test is not a
@@ -19,11 +21,12 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-ALL_LEGS=(solver-np2 solver-np1 addon-bpy addon-debian)
+ALL_LEGS=(solver-np2 solver-np1 addon-bpy addon-debian gui)
 LEG_TIMEOUT="${LEG_TIMEOUT:-900}"
 ALLOW_SKIPS="${ALLOW_SKIPS:-0}"
 RESULTS=out/test-results
 DEBIAN_RUNNER=scripts/test_blender_debian.sh
+GUI_RUNNER=tests/gui/run_gui_tests.sh
 # Plain-Python tests (no bpy): the solver suite, plus the bench smoke test when present.
 SOLVER_DIRS=(tests/solver tests/bench)
 
@@ -115,7 +118,7 @@ pytest_leg() {      # pytest_leg NAME VENV MAIN_TESTDIR [EXTRA_TESTDIR...] (extr
 T_START=$SECONDS
 wants solver-np2 && setup_step np2 np2
 if wants solver-np1 || wants addon-bpy; then setup_step bpy bpy; fi
-wants addon-debian && setup_step blender blender
+if wants addon-debian || wants gui; then setup_step blender blender; fi
 
 if wants solver-np2; then
     if [[ -n "${READY[np2]:-}" ]]; then pytest_leg solver-np2 .venv-np2 "${SOLVER_DIRS[@]}"
@@ -146,6 +149,11 @@ if wants addon-debian; then
     else
         run_step addon-debian - bash "$DEBIAN_RUNNER"
     fi
+fi
+if wants gui; then
+    if [[ -z "${READY[blender]:-}" ]]; then not_run gui "setup-blender failed"
+    elif [[ ! -f "$GUI_RUNNER" ]]; then not_run gui "$GUI_RUNNER is missing"
+    else run_step gui - bash "$GUI_RUNNER"; fi
 fi
 
 banner "summary ($((SECONDS - T_START)) s total)"

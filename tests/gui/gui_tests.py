@@ -1,0 +1,236 @@
+"""GUI tests of the modal bake, in Blender's real event loop (Blender GUI under Xvfb).
+
+What `--background` cannot test: timer-driven chunks with progress while the UI keeps running,
+Esc (a real injected key event) and the panel's Cancel button leaving the scene exactly as before,
+and a finished bake being ONE undo step (ed.undo -> pre-bake state, ed.redo -> the bake again).
+
+Run by tests/gui/run_gui_tests.sh (Blender started with --enable-event-simulate so
+Window.event_simulate can inject Esc); results in the JSON file named on the command line.
+"""
+import sys
+import time
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import driver  # noqa: E402
+
+ZIP, RESULT = driver.args()[:2]
+addon = driver.install_addon(ZIP)
+import harness  # noqa: E402  (tests/addon; needs IPC_ADDON_MODULE set by install_addon)
+
+ops = addon.operators
+N_SEG = 2
+
+
+class StatusLog:
+    """Records what the modal bake shows in the status bar (operators._status), with times."""
+
+    def __init__(self):
+        self.calls = []
+        self._orig = ops._status
+
+    def __enter__(self):
+        def record(context, text):
+            self.calls.append((time.perf_counter(), text))
+            self._orig(context, text)
+        ops._status = record
+        return self
+
+    def __exit__(self, *exc):
+        ops._status = self._orig
+
+    def frames(self):
+        """(k, N) from every 'frame k of N' progress text."""
+        out = []
+        for _, text in self.calls:
+            if text:
+                words = text.split("frame ", 1)[1].split()
+                out.append((int(words[0]), int(words[2].rstrip(","))))
+        return out
+
+
+def build(n_frames):
+    top, bottom, _ = addon.examples.build_compressing_squares(bpy.context, n_seg=N_SEG,
+                                                              n_frames=n_frames)
+    bpy.context.scene.frame_set(3)          # not the start frame: the bake must restore it
+    # The example is built by a script, not an operator: push undo steps as the user's own
+    # edits would. Two steps with a marker tell "the step before the bake" from the one before.
+    scene = bpy.context.scene
+    for marker in (1, 2):
+        scene["ipc_gui_marker"] = marker
+        with driver.override():
+            bpy.ops.ed.undo_push(message=f"IPC GUI test: example scene {marker}")
+    return top.name, bottom.name
+
+
+def marker():
+    return bpy.context.scene.get("ipc_gui_marker")
+
+
+def start_modal_bake():
+    with driver.override("PROPERTIES"):
+        result = bpy.ops.ipc.bake("INVOKE_DEFAULT")
+    assert result == {"RUNNING_MODAL"}, result
+    assert ops.RunningBake.job is not None
+
+
+def ensure_idle():
+    """A scenario that failed half-way may leave a modal bake running: stop it first."""
+    if ops.RunningBake.job is not None:
+        ops.RunningBake.cancel_requested = True
+        yield from driver.wait_until(lambda: ops.RunningBake.job is None, 10, "the bake to stop")
+    driver.clear_scene()
+    yield 0.1
+
+
+def run_until_frames(k, timeout=60.0):
+    """Let the modal bake run until k frames are done; returns the longest pause between two of
+    our timer callbacks (how long the UI was blocked at most)."""
+    gaps, last = [], time.perf_counter()
+    while ops.RunningBake.job is not None and ops.RunningBake.job.frames_done < k:
+        yield 0.02
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+        assert sum(gaps) < timeout, f"fewer than {k} frames after {timeout} s"
+    return max(gaps)
+
+
+def check_progress(log, n_frames, at_least):
+    frames = log.frames()
+    assert len(frames) >= at_least, f"only {len(frames)} progress updates: {log.calls}"
+    assert all(n == n_frames for _, n in frames), frames
+    ks = [k for k, _ in frames]
+    assert ks == sorted(ks) and ks[0] >= 1 and ks[-1] > ks[0], ks
+    return ks
+
+
+# ----------------------------------------------------------------------------- scenarios
+
+def test_esc_cancels_modal_bake_and_scene_is_unchanged():
+    yield from ensure_idle()
+    n_frames = 61
+    build(n_frames)
+    before = harness.snapshot()
+    with StatusLog() as log:
+        start_modal_bake()
+        longest = yield from run_until_frames(8)
+        job = ops.RunningBake.job
+        assert job is not None and 8 <= job.frames_done < n_frames, "bake ended too early"
+        assert harness.snapshot() == before, "the scene changed while the bake was running"
+        check_progress(log, n_frames, at_least=2)
+        assert longest < 2.0, f"UI blocked for {longest:.2f} s during the bake"
+        n_calls = len(log.calls)
+        driver.window().event_simulate(type="ESC", value="PRESS")
+        driver.window().event_simulate(type="ESC", value="RELEASE")
+        yield from driver.wait_until(lambda: ops.RunningBake.job is None, 5, "Esc to cancel")
+        yield 0.2
+    assert log.calls[-1][1] is None, "status bar text not cleared after Esc"
+    assert len(log.calls) <= n_calls + 2, "the bake kept running after Esc"
+    assert harness.snapshot() == before, "Esc left the scene changed"
+    assert bpy.ops.ipc.bake.poll(), "a new bake cannot start after Esc"
+
+
+def test_cancel_button_stops_modal_bake_and_scene_is_unchanged():
+    yield from ensure_idle()
+    n_frames = 61
+    build(n_frames)
+    before = harness.snapshot()
+    with StatusLog() as log:
+        start_modal_bake()
+        yield from run_until_frames(4)
+        assert ops.RunningBake.job is not None
+        with driver.override("PROPERTIES"):
+            # What the panel's Cancel Bake button runs (draw_bake shows it while a job runs).
+            assert bpy.ops.ipc.cancel_bake.poll()
+            assert bpy.ops.ipc.cancel_bake("INVOKE_DEFAULT") == {"FINISHED"}
+        yield from driver.wait_until(lambda: ops.RunningBake.job is None, 5, "Cancel to stop")
+        yield 0.2
+    assert log.calls[-1][1] is None, "status bar text not cleared after Cancel"
+    assert harness.snapshot() == before, "Cancel left the scene changed"
+    with driver.override("PROPERTIES"):
+        assert not bpy.ops.ipc.cancel_bake.poll()
+
+
+def _keys(name):
+    key = bpy.data.objects[name].data.shape_keys
+    if key is None:
+        return None
+    return [(kb.name, _key_coords(kb).tobytes()) for kb in key.key_blocks]
+
+
+def _key_coords(kb):
+    co = np.empty(len(kb.data) * 3, dtype=np.float32)
+    kb.data.foreach_get("co", co)
+    return co.reshape(-1, 3)
+
+
+def test_modal_bake_finishes_and_is_one_undo_step():
+    yield from ensure_idle()
+    n_frames = 21
+    names = build(n_frames)
+    before = harness.snapshot()
+    rest = {n: harness.local_coords(bpy.data.objects[n].data).copy() for n in names}
+    with StatusLog() as log:
+        start_modal_bake()
+        yield from driver.wait_until(lambda: ops.RunningBake.job is None, 120, "the bake")
+        yield 0.2
+    ks = check_progress(log, n_frames, at_least=1)
+    assert ks[-1] == n_frames, ks
+    assert log.calls[-1][1] is None, "status bar text not cleared after the bake"
+    scene = bpy.context.scene
+    assert scene.ipc.stat_frames == n_frames
+    assert scene.frame_current == 3
+    baked = {}
+    for n in names:
+        obj = bpy.data.objects[n]
+        keys = obj.data.shape_keys
+        assert keys is not None and not keys.use_relative, f"{n}: no absolute shape keys"
+        assert len(keys.key_blocks) == n_frames, (n, len(keys.key_blocks))
+        assert obj.ipc.is_baked
+        baked[n] = _keys(n)
+        last = _key_coords(keys.key_blocks[-1])
+        assert np.abs(last - rest[n]).max() > 0.05, f"{n}: the last frame did not move"
+    assert len(bpy.data.shape_keys) == 2
+
+    def undo_redo(which):
+        with driver.override():
+            assert getattr(bpy.ops.ed, which)() == {"FINISHED"}, f"nothing to {which}"
+
+    undo_redo("undo")
+    yield 0.2
+    assert harness.snapshot() == before, "one undo did not return to the pre-bake state"
+    assert marker() == 2, f"one undo went past the pre-bake state (marker {marker()})"
+    assert len(bpy.data.shape_keys) == 0, "a Key datablock survived the undo"
+    for n in names:
+        assert bpy.data.objects[n].data.shape_keys is None
+        assert np.array_equal(harness.local_coords(bpy.data.objects[n].data), rest[n]), n
+    undo_redo("undo")          # the bake was one step: the next undo is the edit before it
+    yield 0.2
+    assert marker() == 1, f"second undo is not the edit before the bake (marker {marker()})"
+
+    undo_redo("redo")
+    undo_redo("redo")
+    yield 0.2
+    assert marker() == 2
+    for n in names:
+        assert _keys(n) == baked[n], f"{n}: redo did not restore the bake"
+        assert bpy.data.objects[n].ipc.is_baked
+    assert bpy.context.scene.ipc.stat_frames == n_frames
+    with driver.override():
+        assert not bpy.ops.ed.redo.poll() or bpy.ops.ed.redo() == {"CANCELLED"}, \
+            "a redo step after the bake"
+
+    undo_redo("undo")
+    yield 0.2
+    assert harness.snapshot() == before, "undo after redo did not return to the pre-bake state"
+
+
+SCENARIOS = [test_esc_cancels_modal_bake_and_scene_is_unchanged,
+             test_cancel_button_stops_modal_bake_and_scene_is_unchanged,
+             test_modal_bake_finishes_and_is_one_undo_step]
+
+driver.run(SCENARIOS, RESULT)
