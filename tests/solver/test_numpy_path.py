@@ -1,0 +1,89 @@
+"""numpy-only path: with scipy made unimportable (a sys.meta_path finder
+installed before the solver is imported, in a fresh interpreter) the solver
+runs and reproduces the scipy path's trajectory; the PCG fallback drives a
+simulation to the same result as the dense solve."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from solver import linalg, simulate
+from solver.examples import compressing_squares
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = 60          # contact starts around step 25 (ceiling and ground)
+N_SEG = 4
+
+CHILD = textwrap.dedent("""
+    import importlib.abc, sys, json
+
+    class BlockScipy(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "scipy" or name.startswith("scipy."):
+                raise ImportError("scipy hidden by the test")
+            return None
+
+    sys.meta_path.insert(0, BlockScipy())
+    import numpy as np
+    from solver import linalg, simulate
+    from solver.examples import compressing_squares
+    assert not linalg.HAVE_SCIPY
+    assert not any(m == "scipy" or m.startswith("scipy.") for m in sys.modules)
+    traj = simulate(compressing_squares({n_seg}), {steps})    # linear_solver='auto' -> numpy
+    np.savez(sys.argv[1], *traj.body_positions, ceiling=traj.collider_positions[0])
+    json.dump([s.newton_iters for s in traj.stats], open(sys.argv[2], "w"))
+""")
+
+
+def test_scipy_hidden_trajectory_equals_scipy_path(tmp_path):
+    assert linalg.HAVE_SCIPY            # this process is the scipy reference
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(n_seg=N_SEG, steps=STEPS))
+    out, iters = tmp_path / "traj.npz", tmp_path / "iters.json"
+    # One BLAS thread: the numpy path's many tiny dense Cholesky solves are
+    # ~40x slower with OpenBLAS threading on 2 cores (tests/stress/FINDINGS.md P1).
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, str(script), str(out), str(iters)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    from dataclasses import replace
+    scene = compressing_squares(N_SEG)
+    ref = simulate(replace(scene, params=replace(scene.params, linear_solver="scipy")), STEPS)
+    assert sum(s.active_contacts for s in ref.stats) > 0        # contact happens in the window
+    data = np.load(out)
+    # Same Newton iterations on the same systems; only the direct solvers'
+    # round-off differs (measured: agreement to 1e-14 here).  1e-10 m leaves
+    # room for other BLAS builds and is 6 orders below what the Newton
+    # tolerance leaves undetermined (1e-2 m/s * h = 1e-4 m per step).
+    for i, body in enumerate(ref.body_positions):
+        np.testing.assert_allclose(data[f"arr_{i}"], body, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(data["ceiling"], ref.collider_positions[0], rtol=0, atol=1e-12)
+    assert json.loads(iters.read_text()) == [s.newton_iters for s in ref.stats]
+
+
+def test_pcg_fallback_reproduces_dense_trajectory(monkeypatch):
+    """Force the numpy path's PCG branch (DENSE_LIMIT below the system size)
+    and compare with the dense Cholesky solve on a small contact scene."""
+    from dataclasses import replace
+    scene = compressing_squares(2)
+    scene = replace(scene, params=replace(scene.params, linear_solver="numpy"))
+    dense = simulate(scene, 60)
+    calls = []
+    real_pcg = linalg._pcg
+
+    def counting_pcg(*a, **k):
+        calls.append(1)
+        return real_pcg(*a, **k)
+
+    monkeypatch.setattr(linalg, "DENSE_LIMIT", 4)
+    monkeypatch.setattr(linalg, "_pcg", counting_pcg)
+    pcg = simulate(scene, 60)
+    assert len(calls) > 0
+    assert sum(s.active_contacts for s in dense.stats) > 0
+    for a, b in zip(pcg.body_positions, dense.body_positions):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-7)
