@@ -108,8 +108,11 @@ def _maxrss_mib():
 
 def run_scene(name, steps, progress=True, use_tracemalloc=False):
     """Step one scene; returns a JSON-able dict of measurements."""
+    from dataclasses import replace
     from solver.simulation import Simulation
     scene = build_scene(name)
+    # non-strict: a step that does not converge is counted (and reported), not fatal
+    scene = replace(scene, params=replace(scene.params, strict=False))
     sim = Simulation(scene)
     n_body = int(sum(len(b.vertices) for b in scene.bodies))
     n_tris = int(sum(len(b.triangles) for b in scene.bodies))
@@ -159,6 +162,7 @@ def run_scene(name, steps, progress=True, use_tracemalloc=False):
         tracemalloc_peak_mib=tm_peak,
         converged_steps=sum(s.converged for s in stats),
         all_converged=all(s.converged for s in stats),
+        first_failure=next((f"step {s.step}: {s.message}" for s in stats if not s.converged), None),
         max_active_contacts=max(s.active_contacts for s in stats),
         min_distance=min(s.min_distance for s in stats),
         factorizations=getattr(ls, "factorizations", None), cg_solves=getattr(ls, "cg_solves", None),
@@ -257,7 +261,8 @@ def report(results, tracemalloc_used=False):
                      f"{r['triangles']} triangles, max {r['max_active_contacts']} active contacts, "
                      f"min distance {r['min_distance']:.3g} m, factorizations {r['factorizations']}, "
                      f"CG reuse solves {r['cg_solves']}, load average "
-                     f"{r['loadavg_before'][0]:.2f} -> {r['loadavg_after'][0]:.2f}")
+                     f"{r['loadavg_before'][0]:.2f} -> {r['loadavg_after'][0]:.2f}"
+                     + (f"; first non-converged {r['first_failure']}" if r.get("first_failure") else ""))
     print("\n## Details\n")
     print("\n".join(extra))
 
@@ -291,6 +296,8 @@ def parse_args(argv):
     ap.add_argument("--profile", metavar="SCENE", help="cProfile one scene, print top 30 by tottime")
     ap.add_argument("--tracemalloc", action="store_true",
                     help="peak memory from tracemalloc (numpy buffers included; slows the run)")
+    ap.add_argument("--report", nargs="+", metavar="JSON",
+                    help="print the tables from JSON files written by --json (results concatenated)")
     ap.add_argument("--no-progress", action="store_true", help="no per-step lines on stderr")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
@@ -316,6 +323,13 @@ def main(argv=None):
         r = run_scene(args.child, args.steps, progress, args.tracemalloc)
         with open(args.child_out, "w") as f:
             json.dump(r, f)
+        return 0
+    if args.report:
+        results = []
+        for path in args.report:
+            with open(path) as f:
+                results += json.load(f)
+        report(results, any(r.get("tracemalloc_peak_mib") is not None for r in results))
         return 0
     if args.profile:
         name, override = expand_scenes([args.profile])[0]
