@@ -97,7 +97,29 @@ def checked_body_mesh(name, vertices, triangles):
     if np.any(counts > 2):
         e = und[np.argmax(counts > 2)]
         raise SolverInputError(f"body '{name}': non-manifold edge ({e[0]}, {e[1]}) shared by more than two triangles")
+    _, first, counts = np.unique(np.sort(t, axis=1), axis=0, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        raise SolverInputError(f"body '{name}': triangle {int(first[np.argmax(counts > 1)])} is repeated")
+    directed = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
+    if len(np.unique(directed, axis=0)) < len(directed):
+        # consistently oriented neighbours traverse a shared edge in opposite directions
+        raise SolverInputError(f"body '{name}': two triangles fold over each other (same-direction shared edge)")
     return v, t
+
+
+def components(tris, n):
+    """(n,) connected-component label of every vertex (min vertex index of its
+    component); unused vertices label themselves.  Label propagation: each
+    pass takes the minimum over triangles, until nothing changes."""
+    label = np.arange(n)
+    while True:
+        tri_min = label[tris].min(axis=1)
+        new = label.copy()
+        np.minimum.at(new, tris.ravel(), np.repeat(tri_min, 3))
+        new = new[new]          # pointer jumping: follow labels to their roots
+        if np.array_equal(new, label):
+            return label
+        label = new
 
 
 def check_boundary_simple(name, x, edges):

@@ -207,7 +207,7 @@ def _initial_velocity(body, n):
         return np.zeros((n, 2))
     v = np.asarray(body.velocity, float)
     if v.shape == (2,):
-        return np.tile(v, (n, 1))
+        v = np.tile(v, (n, 1))
     if v.shape != (n, 2) or not np.all(np.isfinite(v)):
         raise SolverInputError(f"body '{body.name}': velocity must be finite with shape (2,) or ({n}, 2)")
     return v.copy()

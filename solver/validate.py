@@ -202,20 +202,24 @@ def _check_edge_crossings(model, x, names):
 
 
 def _check_containment(model, x, names):
-    """A body entirely inside another (no crossing edges): test one vertex of
-    each object against the triangles of every other body."""
+    """An object entirely inside another (no crossing edges): test one vertex
+    of every mesh component (and of every collider) against the triangles of
+    every other component, of other bodies and of its own body (a part nested
+    inside another part).  A probe on a triangle's edge counts as inside."""
     tris = model.elements.tris
-    tri_owner = model.owner[tris[:, 0]]
-    reps = np.array([model.edges[np.argmax(model.owner[model.edges[:, 0]] == o), 0]
-                     for o in range(len(names))])
+    comp = mesh.components(tris, model.n)       # colliders: every vertex its own label
+    tri_comp = comp[tris[:, 0]]
     a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
-    for o, r in enumerate(reps):
+    probes = np.concatenate([np.unique(tri_comp), [sl.start for sl in model.collider_slices]])
+    for r in probes.astype(np.intp):
         q = x[r]
-        other = tri_owner != o
         d1 = (b[:, 0] - a[:, 0]) * (q[1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (q[0] - a[:, 0])
         d2 = (c[:, 0] - b[:, 0]) * (q[1] - b[:, 1]) - (c[:, 1] - b[:, 1]) * (q[0] - b[:, 0])
         d3 = (a[:, 0] - c[:, 0]) * (q[1] - c[:, 1]) - (a[:, 1] - c[:, 1]) * (q[0] - c[:, 0])
-        inside = other & (d1 > 0) & (d2 > 0) & (d3 > 0)
+        inside = (tri_comp != r) & (d1 >= 0) & (d2 >= 0) & (d3 >= 0)
         if inside.any():
-            host = names[tri_owner[int(np.argmax(inside))]]
-            raise SolverInputError(f"'{names[o]}' starts inside body '{host}'")
+            guest, host = names[model.owner[r]], names[model.owner[tris[int(np.argmax(inside)), 0]]]
+            if guest == host:
+                raise SolverInputError(f"body '{guest}': a part of the mesh lies inside another part "
+                                       f"(self-overlap)")
+            raise SolverInputError(f"'{guest}' starts inside body '{host}'")
