@@ -59,6 +59,14 @@ def segments_intersect(a0, a1, b0, b1):
     return general | collinear | (proper_or_touch & ~all_col)
 
 
+def points_in_triangles(q, x, tris):
+    """(len(q),) bool: point q_i lies in (or on) some CCW triangle of (x, tris)."""
+    a, b, c = x[tris[:, 0]][None], x[tris[:, 1]][None], x[tris[:, 2]][None]
+    q = np.asarray(q, float)[:, None]
+    inside = (cross2(b - a, q - a) >= 0) & (cross2(c - b, q - b) >= 0) & (cross2(a - c, q - c) >= 0)
+    return inside.any(axis=1)
+
+
 def signed_areas(x, tris):
     x = np.asarray(x, float)
     return 0.5 * cross2(x[tris[:, 1]] - x[tris[:, 0]], x[tris[:, 2]] - x[tris[:, 0]])

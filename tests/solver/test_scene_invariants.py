@@ -14,7 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from invariants import boundary_edges, crossing_edge_pairs, rotation_angle, signed_areas
+from invariants import (boundary_edges, crossing_edge_pairs, points_in_triangles, rotation_angle,
+                        signed_areas)
 from solver import simulate
 from solver.examples import compressing_squares
 
@@ -49,6 +50,11 @@ def test_every_step_is_valid(run):
         for i, t in enumerate(tris):
             a = signed_areas(xb[i], t)
             assert a.min() > 0, f"inverted triangle in body {i} at step {k} (area {a.min():.3g})"
+        # no vertex of one body inside the other (catches a whole-body tunnel
+        # that leaves no crossing edges behind)
+        for i, j in ((0, 1), (1, 0)):
+            inside = points_in_triangles(xb[i], xb[j], tris[j])
+            assert not inside.any(), f"body {i} vertex inside body {j} at step {k}"
         crossing = crossing_edge_pairs(x, all_edges)
         assert len(crossing) == 0, f"boundary edges {all_edges[crossing[0]]} intersect at step {k}"
         yb = np.concatenate(xb)[:, 1]
@@ -115,6 +121,9 @@ def test_independent_checkers_detect_violations():
     x2 = np.array([[0, 0], [2, 0], [1, 0], [1, 1]], float)       # T-junction: touching counts
     assert len(crossing_edge_pairs(x2, np.array([[0, 1], [2, 3]]))) == 1
     assert signed_areas(np.array([[0, 0], [0, 1], [1, 0]], float), np.array([[0, 1, 2]]))[0] < 0
+    tri = np.array([[0, 0], [1, 0], [0, 1]], float)
+    assert points_in_triangles(np.array([[0.2, 0.2], [1.0, 1.0], [0.5, 0.5]]), tri,
+                               np.array([[0, 1, 2]])).tolist() == [True, False, True]
     rest = np.random.default_rng(0).normal(size=(10, 2))
     c, s = math.cos(0.7), math.sin(0.7)
     assert math.isclose(rotation_angle(rest, rest @ np.array([[c, s], [-s, c]]) + 3.0), 0.7, rel_tol=1e-12)
