@@ -9,6 +9,9 @@
 # Both are idempotent: a second run reuses the virtual environments.
 
 SHELL := /bin/bash
+# One BLAS thread: the solver's many small dense solves get slower, not faster, with
+# OpenBLAS threads on a busy 2-core machine (tests/stress/FINDINGS.md P1).
+export OPENBLAS_NUM_THREADS ?= 1
 PYTHON ?= python3
 N_SEG ?= 8
 LEGS ?=

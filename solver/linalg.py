@@ -1,6 +1,6 @@
 """Linear algebra: batched PSD projection, sparse assembly from COO triplets,
 and the linear solve (scipy sparse direct when importable, numpy-only
-fallback otherwise: dense Cholesky for small systems, Jacobi-preconditioned
+fallback otherwise: dense LU for small systems, Jacobi-preconditioned
 CG for large ones)."""
 import numpy as np
 
@@ -13,7 +13,7 @@ except ImportError:  # pragma: no cover - exercised by hiding scipy in tests
     _spla = None
     HAVE_SCIPY = False
 
-DENSE_LIMIT = 3000  # numpy path: dense Cholesky up to this many DOFs
+DENSE_LIMIT = 3000  # numpy path: dense LU up to this many DOFs
 TINY_DENSE = 200    # 'auto': below this many DOFs a dense solve beats sparse set-up
 
 
@@ -107,12 +107,12 @@ def solve(rows, cols, vals, rhs, method="auto"):
 
 
 def _dense_spd_solve(A, rhs):
+    """One LU solve (numpy has no triangular solver, so Cholesky would cost
+    three factorizations); a tiny diagonal shift rescues a singular matrix."""
     try:
-        L = np.linalg.cholesky(A)
+        return np.linalg.solve(A, rhs)
     except np.linalg.LinAlgError:
         return np.linalg.solve(A + 1e-12 * np.abs(A).max() * np.eye(len(A)), rhs)
-    y = np.linalg.solve(L, rhs)
-    return np.linalg.solve(L.T, y)
 
 
 def _pcg(rows, cols, vals, rhs, rtol=1e-10, max_iter=None):
