@@ -49,11 +49,18 @@ def _status(context, text):
         context.workspace.status_text_set(text)
 
 
+# The regions that draw the panel (Properties editor, 3D view sidebar). Tagging whole areas
+# would redraw the 3D viewport itself after every chunk: nothing changes there during the bake,
+# and with software OpenGL that redraw costs far more than the chunk (~0.5 s vs 0.1 s).
+_PANEL_REGIONS = {("PROPERTIES", "WINDOW"), ("VIEW_3D", "UI")}
+
+
 def _tag_redraw(context):
     for window in getattr(context.window_manager, "windows", ()):
         for area in window.screen.areas:
-            if area.type in {"PROPERTIES", "VIEW_3D"}:
-                area.tag_redraw()
+            for region in area.regions:
+                if (area.type, region.type) in _PANEL_REGIONS:
+                    region.tag_redraw()
 
 
 class IPC_OT_bake(bpy.types.Operator):
