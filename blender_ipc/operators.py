@@ -55,9 +55,13 @@ def _status(context, text):
 _PANEL_REGIONS = {("PROPERTIES", "WINDOW"), ("VIEW_3D", "UI")}
 
 
-def _tag_redraw(context):
+def _tag_redraw(context, whole_areas=False):
+    """Panel regions after each chunk; whole Properties / 3D view areas when the bake ends."""
     for window in getattr(context.window_manager, "windows", ()):
         for area in window.screen.areas:
+            if whole_areas and area.type in {"PROPERTIES", "VIEW_3D"}:
+                area.tag_redraw()
+                continue
             for region in area.regions:
                 if (area.type, region.type) in _PANEL_REGIONS:
                     region.tag_redraw()
@@ -123,7 +127,7 @@ class IPC_OT_bake(bpy.types.Operator):
         wm.event_timer_remove(self._timer)
         wm.progress_end()
         _status(context, None)
-        _tag_redraw(context)
+        _tag_redraw(context, whole_areas=True)
 
     def modal(self, context, event):
         if event.type == "ESC" or RunningBake.cancel_requested:
