@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # shellcheck source=tests/gui/blender_gui.sh
+# A small screen: with software OpenGL a viewport redraw costs time in proportion to its pixels.
+GUI_SCREEN="${GUI_SCREEN:-1024x640x24}"
 source tests/gui/blender_gui.sh
 
 gui_setup

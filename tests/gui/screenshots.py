@@ -1,0 +1,153 @@
+"""README screenshots of the add-on's UI (Blender GUI under Xvfb; run scripts/screenshots.sh).
+
+Builds the compressing-squares example, shows Properties > Physics of the top square next to a
+front view (XZ plane) of the scene, and saves into OUT_DIR:
+  gui_body.png            the IPC panel of a deformable body (Properties editor)
+  gui_scene_settings.png  the same panel with Scene Settings open
+  gui_baking.png          the whole window during the modal bake (progress, Cancel button)
+  gui_baked.png           the whole window after the bake, at frame 37
+"""
+import sys
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import driver  # noqa: E402
+
+ZIP, RESULT, OUT = driver.args()[:3]
+OUT = Path(OUT).resolve()
+addon = driver.install_addon(ZIP)
+ops = addon.operators
+WINDOW_SCALE = 0.6      # full-window pictures: 1600x1000 -> 960x600 (keeps them < 300 KB)
+SHOW_FRAME = 37         # both squares in view, rotated, under the descending ceiling
+
+
+def enlarge_properties(wider, taller):
+    """Drag the edge between the 3D view and the Outliner/Properties column to the left, and the
+    edge between the Outliner and the Properties editor up."""
+    prop = driver.area("PROPERTIES")
+    with driver.override("PROPERTIES"):
+        bpy.ops.screen.area_move(x=prop.x, y=prop.y + prop.height // 2, delta=-wider)
+    prop = driver.area("PROPERTIES")
+    with driver.override("PROPERTIES"):
+        bpy.ops.screen.area_move(x=prop.x + prop.width // 2, y=prop.y + prop.height,
+                                 delta=taller)
+
+
+def front_view():
+    """Front orthographic view (the XZ simulation plane) framing the squares' whole motion."""
+    view = driver.area("VIEW_3D")
+    space = view.spaces.active
+    space.shading.type = "SOLID"
+    space.show_region_ui = False
+    space.overlay.show_floor = False
+    with driver.override("VIEW_3D"):
+        bpy.ops.view3d.view_axis(type="FRONT")
+    r3d = space.region_3d
+    r3d.view_perspective = "ORTHO"
+    r3d.view_location = (-0.35, 0.0, -0.45)
+    r3d.view_distance = 3.2
+    view.tag_redraw()
+
+
+def open_scene_settings():
+    """The Scene Settings sub-panel is closed by default and 3.4 has no API to open a panel (its
+    open/closed state is kept per panel name): swap in a copy under a new name that starts open."""
+    old = addon.panels.IPC_PT_physics_scene
+    name = "IPC_PT_physics_scene_open"
+    new = type(name, (old,), {"bl_idname": name, "bl_options": set()})
+    bpy.utils.unregister_class(old)
+    bpy.utils.register_class(new)
+
+
+def _save_scaled(src, dst, scale=1.0, crop_bottom_rows=0):
+    """Load a PNG, optionally drop empty rows at the bottom and scale, save as dst."""
+    img = bpy.data.images.load(str(src))
+    w, h = img.size
+    if crop_bottom_rows:
+        px = np.empty(w * h * 4, dtype=np.float32)
+        img.pixels.foreach_get(px)
+        px = px.reshape(h, w, 4)[crop_bottom_rows:]          # Blender images start at the bottom
+        h = px.shape[0]
+        out = bpy.data.images.new("ipc_crop", w, h, alpha=False)
+        out.pixels.foreach_set(px.ravel())
+        bpy.data.images.remove(img)
+        img = out
+    if scale != 1.0:
+        img.scale(int(w * scale), int(h * scale))
+    img.filepath_raw, img.file_format = str(dst), "PNG"
+    img.save()
+    bpy.data.images.remove(img)
+    Path(src).unlink(missing_ok=True)
+    print(f"saved {dst} ({dst.stat().st_size // 1024} KB)", flush=True)
+
+
+def _empty_rows_at_bottom(path):
+    """Rows at the bottom of a Properties screenshot that only show the editor background."""
+    img = bpy.data.images.load(str(path))
+    w, h = img.size
+    px = np.empty(w * h * 4, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    bpy.data.images.remove(img)
+    rows = px.reshape(h, w, 4)[:, 40:-16, :3]            # skip the tab column and scrollbar
+    background = rows[8, 20]                             # above the area's bottom border
+    busy = np.abs(rows - background).max(axis=(1, 2)) > 0.02
+    busy[:4] = False                                     # the border itself
+    first = int(np.argmax(busy)) if busy.any() else 0
+    return max(first - 12, 0)
+
+
+def shot_area(kind, name):
+    tmp = OUT / f"_{name}"
+    with driver.override(kind):
+        bpy.ops.screen.screenshot_area(filepath=str(tmp))
+    _save_scaled(tmp, OUT / name, crop_bottom_rows=_empty_rows_at_bottom(tmp))
+
+
+def shot_window(name):
+    tmp = OUT / f"_{name}"
+    with driver.override():
+        bpy.ops.screen.screenshot(filepath=str(tmp))
+    _save_scaled(tmp, OUT / name, scale=WINDOW_SCALE)
+
+
+def redraw():
+    for a in driver.window().screen.areas:
+        a.tag_redraw()
+
+
+def screenshots():
+    OUT.mkdir(parents=True, exist_ok=True)
+    driver.clear_scene()
+    top, _, _ = addon.examples.build_compressing_squares(bpy.context)
+    enlarge_properties(260, 190)
+    front_view()
+    redraw()
+    yield 0.5      # the Properties editor offers the object tabs once it has redrawn
+    driver.area("PROPERTIES").spaces.active.context = "PHYSICS"
+    redraw()
+    yield 1.0
+    shot_area("PROPERTIES", "gui_body.png")
+
+    open_scene_settings()
+    redraw()
+    yield 1.0
+    shot_area("PROPERTIES", "gui_scene_settings.png")
+
+    with driver.override("PROPERTIES"):
+        assert bpy.ops.ipc.bake("INVOKE_DEFAULT") == {"RUNNING_MODAL"}
+    yield from driver.wait_until(lambda: ops.RunningBake.job.frames_done >= 12, 120,
+                                 "12 baked frames")
+    shot_window("gui_baking.png")
+    yield from driver.wait_until(lambda: ops.RunningBake.job is None, 300, "the bake")
+    assert top.data.shape_keys is not None, "the bake did not finish"
+    bpy.context.scene.frame_set(SHOW_FRAME)
+    front_view()
+    redraw()
+    yield 1.0
+    shot_window("gui_baked.png")
+
+
+driver.run([screenshots], RESULT)
