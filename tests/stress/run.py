@@ -44,8 +44,9 @@ from .check import Checker
 from .generate import CORPUS_SIZE, StressScene, make_scene
 
 DEFAULT_BUDGET = 120.0   # seconds of wall clock per scene
-# 12 fast scenes, two per template, run by tests/stress/test_stress_subset.py
-SUBSET = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+# 12 fast scenes (a few seconds each), two per template (drop, collide, paddle, crush, slope,
+# thin), two of them with reported non-converged steps; run by tests/stress/test_stress_subset.py
+SUBSET = (12, 90, 61, 7, 32, 44, 27, 39, 94, 34, 17, 5)
 
 
 @dataclass
