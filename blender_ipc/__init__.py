@@ -36,9 +36,12 @@ def register():
     for cls in CLASSES:
         bpy.utils.register_class(cls)
     properties.attach()
+    operators.add_handlers()
 
 
 def unregister():
+    operators.remove_handlers()
+    operators.RunningBake.cancel()
     properties.detach()
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

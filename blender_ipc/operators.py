@@ -14,6 +14,7 @@ class RunningBake:
     can drive these directly in background mode where timers never fire."""
     job = None
     cancel_requested = False
+    cancel_reason = ""
 
     @classmethod
     def start(cls, context, target):
@@ -29,12 +30,42 @@ class RunningBake:
     @classmethod
     def cancel(cls):
         """Drop the job: nothing was written, so the scene is exactly as before."""
-        cls.job, cls.cancel_requested = None, False
+        cls.job, cls.cancel_requested, cls.cancel_reason = None, False, ""
+
+    @classmethod
+    def request_cancel(cls, reason=""):
+        if cls.job is not None:
+            cls.cancel_requested, cls.cancel_reason = True, reason
 
     @classmethod
     def take(cls):
         job, cls.job = cls.job, None
         return job
+
+
+@bpy.app.handlers.persistent
+def _stop_on_data_reload(*_args):
+    """Undo, redo and file loads replace the data a running bake read (its objects and scene
+    would dangle, and its inputs may no longer be what the user sees): the modal bake stops at
+    its next event, before computing or writing anything more."""
+    RunningBake.request_cancel("the scene data was reloaded (undo, redo or file load)")
+
+
+RELOAD_HANDLERS = ("undo_pre", "redo_pre", "load_pre")
+
+
+def add_handlers():
+    for name in RELOAD_HANDLERS:
+        handlers = getattr(bpy.app.handlers, name)
+        if _stop_on_data_reload not in handlers:
+            handlers.append(_stop_on_data_reload)
+
+
+def remove_handlers():
+    for name in RELOAD_HANDLERS:
+        handlers = getattr(bpy.app.handlers, name)
+        while _stop_on_data_reload in handlers:
+            handlers.remove(_stop_on_data_reload)
 
 
 def _progress_text(job) -> str:
@@ -122,6 +153,12 @@ class IPC_OT_bake(bpy.types.Operator):
         self._timer = wm.event_timer_add(0.01, window=context.window)
         wm.progress_begin(0, job.n_frames)
 
+    def cancel(self, context):
+        """Blender ends the modal operator itself (file load, window closed): drop the job so
+        that a new bake can start."""
+        RunningBake.cancel()
+        self._end_modal(context)
+
     def _end_modal(self, context):
         wm = context.window_manager
         wm.event_timer_remove(self._timer)
@@ -130,10 +167,12 @@ class IPC_OT_bake(bpy.types.Operator):
         _tag_redraw(context, whole_areas=True)
 
     def modal(self, context, event):
-        if event.type == "ESC" or RunningBake.cancel_requested:
+        if event.type == "ESC" or RunningBake.cancel_requested or RunningBake.job is None:
+            reason = RunningBake.cancel_reason
             RunningBake.cancel()
             self._end_modal(context)
-            self.report({"WARNING"}, "IPC bake cancelled; the scene is unchanged")
+            self.report({"WARNING"}, f"IPC bake stopped: {reason}; nothing was baked" if reason
+                        else "IPC bake cancelled; the scene is unchanged")
             return {"CANCELLED"}
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
