@@ -16,7 +16,7 @@ PYTHON ?= python3
 N_SEG ?= 8
 LEGS ?=
 
-.PHONY: help demo test setup setup-np2 setup-bpy setup-blender addon docs-images clean distclean
+.PHONY: help demo test setup setup-np2 setup-bpy setup-blender addon screenshots docs-images clean distclean
 
 help:
 	@sed -n '3,9p' Makefile | sed 's/^# \{0,1\}//'
@@ -41,6 +41,10 @@ setup-blender:
 # The add-on zip (dist/blender_ipc-<version>.zip, solver embedded). build_addon.py uses only the stdlib.
 addon:
 	$(PYTHON) build_addon.py
+
+# The README screenshots of the panel (docs/images/gui_*.png): Blender's GUI under Xvfb.
+screenshots:
+	scripts/screenshots.sh
 
 # Refresh the README pictures from a demo run.
 docs-images: demo

@@ -247,8 +247,34 @@ def test_modal_bake_finishes_and_is_one_undo_step():
     assert harness.snapshot() == before, "undo after redo did not return to the pre-bake state"
 
 
+def test_undo_during_modal_bake_stops_it_cleanly():
+    """Ctrl+Z while the bake runs (the UI stays responsive, so the user can): the undo reloads
+    the data the bake read, so the bake must stop without writing anything, and Blender must
+    go on working (no crash, no stale object written to)."""
+    yield from ensure_idle()
+    build(61)
+    after_undo_marker = 1
+    with StatusLog() as log:
+        start_modal_bake()
+        yield from run_until_frames(3)
+        assert ops.RunningBake.job is not None
+        driver.window().event_simulate(type="Z", value="PRESS", ctrl=True)
+        driver.window().event_simulate(type="Z", value="RELEASE", ctrl=True)
+        yield from driver.wait_until(lambda: ops.RunningBake.job is None, 10,
+                                     "the bake to stop after Ctrl+Z")
+        yield 0.5
+    assert log.calls[-1][1] is None, "status bar text not cleared after the bake stopped"
+    assert marker() == after_undo_marker, f"Ctrl+Z did not undo (marker {marker()})"
+    assert len(bpy.data.shape_keys) == 0, "the stopped bake wrote shape keys"
+    for obj in bpy.data.objects:
+        assert not obj.ipc.is_baked, obj.name
+    with driver.override("PROPERTIES"):
+        assert bpy.ops.ipc.bake.poll(), "a new bake cannot start after the undo"
+
+
 SCENARIOS = [test_esc_cancels_modal_bake_and_scene_is_unchanged,
              test_cancel_button_stops_modal_bake_and_scene_is_unchanged,
-             test_modal_bake_finishes_and_is_one_undo_step]
+             test_modal_bake_finishes_and_is_one_undo_step,
+             test_undo_during_modal_bake_stops_it_cleanly]
 
 driver.run(SCENARIOS, RESULT)
