@@ -96,6 +96,7 @@ class Simulation:
                              if m.kin_groups else np.zeros(0, np.intp))
         self.gravity = np.asarray(p.gravity, float)
         self.timers = Timers()   # seconds per stage, for benchmarks
+        self._state_stencils = None   # contact candidates at self.x, found by the last step
 
     # ------------------------------------------------------------ accessors
     def body_positions(self, i):
@@ -160,7 +161,7 @@ class Simulation:
         x_tilde = x_prev + h * self.v + h * h * self.gravity
         pen_mass = np.where(m.is_collider, self.mean_mass, m.mass)
         with self.timers("step_setup"):
-            fric_cs = self._contact_set(x_prev, x_prev)
+            fric_cs = self._contact_set_at_state()
             if self.kappa_auto and not self.kappa_balanced:
                 self.kappa_balanced = self._balance_kappa(x_prev, x_tilde, fric_cs)
                 fric_cs = self._contact_set(x_prev, x_prev)
@@ -305,6 +306,14 @@ class Simulation:
             alpha = min(alpha, self._ccd_step(x, dx * alpha, cs) * alpha)
         return alpha, cs
 
+    def _contact_set_at_state(self):
+        """Contact set at the current state, reusing the stencils the previous
+        step's summary found there (the state has not moved since)."""
+        p = self.params
+        if self._state_stencils is None:
+            return self._contact_set(self.x, self.x)
+        return build_contact_set(self.model, self._state_stencils, self.kappa, p.dhat, p.formulation)
+
     def _contact_set(self, x0, x1):
         p = self.params
         with self.timers("broad_phase"):
@@ -349,7 +358,8 @@ class Simulation:
     def _contact_summary(self, x):
         """Smallest contact distance and number of contacts closer than dhat."""
         m, p = self.model, self.params
-        st = candidate_stencils(m, x, x, p.dhat)
+        with self.timers("broad_phase"):
+            st = self._state_stencils = candidate_stencils(m, x, x, p.dhat)
         d = np.sqrt(distance_sq(x[st], _cases(x[st]))) if len(st) else np.zeros(0)
         pts, pl = plane_pairs(m)
         dp = np.einsum("ni,ni->n", x[pts] - m.plane_point[pl], m.plane_normal[pl]) if len(pts) else np.zeros(0)
