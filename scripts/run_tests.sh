@@ -5,8 +5,8 @@
 #   scripts/run_tests.sh LEG...       only these legs (for development; the summary says so)
 #
 # Legs:
-#   solver-np2      tests/solver + tests/bench with pytest, numpy 2.x   (.venv-np2)
-#   solver-np1      tests/solver + tests/bench with pytest, numpy 1.x   (.venv, the bpy venv)
+#   solver-np2      tests/solver + tests/stress + tests/bench with pytest, numpy 2.x   (.venv-np2)
+#   solver-np1      tests/solver + tests/stress + tests/bench with pytest, numpy 1.x   (.venv, the bpy venv)
 #   addon-bpy       tests/addon with pytest under the bpy 5.0.1 wheel (.venv)
 #   addon-debian    scripts/test_blender_debian.sh: Debian's `blender -b` (3.4) with the built zip
 #   gui             tests/gui/run_gui_tests.sh: Debian's blender GUI under Xvfb (modal bake, Esc,
@@ -28,7 +28,7 @@ RESULTS=out/test-results
 DEBIAN_RUNNER=scripts/test_blender_debian.sh
 GUI_RUNNER=tests/gui/run_gui_tests.sh
 # Plain-Python tests (no bpy): the solver suite, plus the bench smoke test when present.
-SOLVER_DIRS=(tests/solver tests/bench)
+SOLVER_DIRS=(tests/solver tests/stress tests/bench)
 
 if [[ $# -gt 0 ]]; then LEGS=("$@"); else LEGS=("${ALL_LEGS[@]}"); fi
 for leg in "${LEGS[@]}"; do
