@@ -10,7 +10,8 @@ import math
 import numpy as np
 
 from . import mesh
-from .broad_phase import candidates, edge_boxes, point_boxes
+from .broad_phase import candidates, edge_boxes
+from .contacts import candidate_stencils
 from .distance import distance_sq, point_edge_case
 from .errors import SolverInputError
 
@@ -155,14 +156,9 @@ def _segments_cross(a0, a1, b0, b1):
 def check_initial_geometry(model, x, dhat):
     """Raise if bodies overlap / are closer than dhat, or cross a collider or a half-plane."""
     names = model.names
-    pts, edges = model.points, model.edges
-    plo, phi = point_boxes(x[pts], x[pts], dhat)
-    elo, ehi = edge_boxes(x, x, edges)
-    pi, ei = candidates(plo, phi, elo, ehi)
-    p, e = pts[pi], edges[ei]
-    keep = model.may_contact(p, e[:, 0], e[:, 1])
-    p, e = p[keep], e[keep]
-    X = np.stack([x[p], x[e[:, 0]], x[e[:, 1]]], axis=1)
+    st = candidate_stencils(model, x, x, dhat)
+    p, e = st[:, 0], st[:, 1:]
+    X = x[st]
     d = np.sqrt(distance_sq(X, point_edge_case(X)))
     either_collider = model.is_collider[p] | model.is_collider[e[:, 0]]
     bad = np.where(either_collider, d <= 0.0, d < dhat)
