@@ -426,13 +426,16 @@ def write_bake(obj, local_frames: np.ndarray, frame_start: int):
         blocks.append(kb)
     for kb in blocks:
         kb.interpolation = "KEY_LINEAR"
+    # Our own action, assigned before keying: Blender 4.4+ would otherwise key eval_time into
+    # the object's action (a new slot in the user's animation), which the rename below and
+    # Delete Bake would then touch.
     key.animation_data_create()
+    key.animation_data.action = bpy.data.actions.new(f"{KEY_PREFIX}{obj.name}")
     for k, kb in enumerate(blocks):
         # kb.frame is where Blender placed the key on the eval_time axis (steps of ~10).
         key.eval_time = kb.frame
         key.keyframe_insert("eval_time", frame=frame_start + k)
     _set_linear(key, "eval_time")
-    key.animation_data.action.name = f"{KEY_PREFIX}{obj.name}"
     obj.active_shape_key_index = 0
     obj.data.update()
 
