@@ -427,8 +427,7 @@ def write_bake(obj, local_frames: np.ndarray, frame_start: int):
     for kb in blocks:
         kb.interpolation = "KEY_LINEAR"
     # Our own action, assigned before keying: Blender 4.4+ would otherwise key eval_time into
-    # the object's action (a new slot in the user's animation), which the rename below and
-    # Delete Bake would then touch.
+    # the object's action (a new slot in the user's own animation) that Delete Bake must keep.
     key.animation_data_create()
     key.animation_data.action = bpy.data.actions.new(f"{KEY_PREFIX}{obj.name}")
     for k, kb in enumerate(blocks):
