@@ -141,7 +141,7 @@ class Simulation:
         blocked = np.zeros(m.n, bool)
         st = candidate_stencils(m, x, x + dx, p.dhat)
         if len(st):
-            toi = ccd.accd_point_edge(x[st], dx[st])
+            toi = ccd.point_edge_step(x[st], dx[st])
             bad = toi < 1.0
             blocked[st[bad].ravel()] = True
         pts, pl = plane_pairs(m)
@@ -327,7 +327,7 @@ class Simulation:
         pe = ~cs.pp
         if pe.any():
             st = cs.idx[pe]
-            toi = ccd.accd_point_edge(x[st], dx[st])
+            toi = ccd.point_edge_step(x[st], dx[st])
             alpha = min(alpha, float(toi.min()))
         pts, pl = plane_pairs(m)
         if len(pts):

@@ -1,0 +1,50 @@
+"""point_edge_step (exact collinearity roots, ACCD fallback) against the exact
+oracle of test_ccd.py: never lets the point touch the segment on [0, step],
+and is not needlessly tiny: a pair that stays well apart gets the full step."""
+import numpy as np
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from invariants import point_segment_distance
+from solver import ccd
+from test_ccd import contact_times, dist_at
+
+ETA = 0.1
+unit = st.floats(-1.0, 1.0, allow_nan=False)
+scale = st.sampled_from([1e-6, 1e-3, 1.0, 3.0])
+vec = st.tuples(unit, unit)
+stencil = st.tuples(vec, vec, vec, vec, vec, vec, scale, st.booleans(), st.floats(0.0, 1.0))
+
+
+def _pair(p):
+    X = np.array(p[0:3], float)
+    dX = np.array(p[3:6], float) * p[6]
+    if p[7]:   # sliding: the point moves with the edge, slightly off it
+        X[0] = X[1] + p[8] * (X[2] - X[1]) + 1e-7 * np.array(p[0])
+        dX[1] = dX[2] = dX[0]
+    return X, dX
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(stencil, min_size=1, max_size=4))
+def test_exact_step_never_touches_and_is_not_needlessly_tiny(pairs):
+    X = np.array([_pair(p)[0] for p in pairs])
+    dX = np.array([_pair(p)[1] for p in pairs])
+    for k in range(len(X)):
+        assume(np.linalg.norm(X[k, 2] - X[k, 1]) > 1e-3)
+        assume(np.linalg.norm(X[k, 2] + dX[k, 2] - X[k, 1] - dX[k, 1]) > 1e-3)
+        assume(point_segment_distance(*X[k]) > 1e-9)
+    step = ccd.point_edge_step(X, dX, eta=ETA, t_max=1.0)
+    assert step.shape == (len(X),)
+    assert np.all((step >= 0.0) & (step <= 1.0))
+    for k in range(len(X)):
+        times = contact_times(X[k], dX[k])
+        if times is not None:
+            assert not any(0.0 <= t <= step[k] for t in times), (X[k], dX[k], times, step[k])
+        # distance stays positive up to the step (dense check)
+        ts = np.linspace(0.0, step[k], 64)
+        assert np.all(dist_at(X[k], dX[k], ts) > 0.0)
+        # a pair that stays well apart over the whole motion keeps the full step
+        d0 = point_segment_distance(*X[k])
+        if dist_at(X[k], dX[k], np.linspace(0.0, 1.0, 2001)).min() > 0.5 * d0 and (times is None or not times):
+            assert step[k] == 1.0
