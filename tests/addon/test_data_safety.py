@@ -219,3 +219,52 @@ def test_rebake_after_reload_gives_identical_keys():
     assert bpy.ops.ipc.bake() == {"FINISHED"}
     assert _keys(objs) == first, "re-bake after reload differs"
     assert {n: len(getattr(bpy.data, n)) for n in counts} == counts
+
+
+class _Modal:
+    """Stand-in for the modal operator instance: collects reports; its timer and
+    status-bar helpers are no-ops in background mode (there is no window)."""
+
+    def __init__(self):
+        self.reports = []
+        self._timer = None
+
+    def report(self, kind, text):
+        self.reports.append((kind, text))
+
+
+def test_loading_another_file_stops_a_running_bake_and_changes_nothing():
+    """A modal bake interrupted by File > Open: the load handler asks the bake to stop, the
+    operator's next event cancels it without writing, the newly opened file gets nothing and
+    the original file on disk is exactly as before the bake."""
+    top, bottom, _ = _squares()
+    ops = harness.sub("operators")
+    rest = _rest([top, bottom])
+    with tempfile.TemporaryDirectory() as tmp:
+        original = str(Path(tmp) / "original.blend")
+        other = str(Path(tmp) / "other.blend")
+        bpy.ops.wm.save_as_mainfile(filepath=original)
+        bpy.data.objects[top.name].location.x += 1.0      # a different file to switch to
+        bpy.ops.wm.save_as_mainfile(filepath=other)
+        bpy.ops.wm.open_mainfile(filepath=original)
+        job = ops.RunningBake.start(bpy.context, "SCENE")
+        for _ in range(3):
+            assert not ops.RunningBake.tick(0.0)
+        assert job.frames_done >= 3
+        bpy.ops.wm.open_mainfile(filepath=other)            # the user opens another file
+        assert ops.RunningBake.cancel_requested, "the load handler did not stop the bake"
+        modal = _Modal()
+        if hasattr(ops.IPC_OT_bake, "_end_modal"):
+            modal._end_modal = lambda context: None          # no timer/progress without a window
+        result = ops.IPC_OT_bake.modal(modal, bpy.context, type("Event", (), {"type": "TIMER"})())
+        assert result == {"CANCELLED"}
+        assert ops.RunningBake.job is None
+        assert "nothing was baked" in modal.reports[0][1], modal.reports
+        assert len(bpy.data.shape_keys) == 0, "the bake wrote into the newly opened file"
+        bpy.ops.wm.open_mainfile(filepath=original)
+        for name, co in rest.items():
+            obj = bpy.data.objects[name]
+            assert obj.data.shape_keys is None and not obj.ipc.is_baked, name
+            assert harness.local_coords(obj.data).tobytes() == co, name
+        assert len(bpy.data.shape_keys) == 0
+    assert bpy.ops.ipc.bake.poll()
