@@ -360,15 +360,11 @@ class Simulation:
         m, p = self.model, self.params
         with self.timers("broad_phase"):
             st = self._state_stencils = candidate_stencils(m, x, x, p.dhat)
-        d = np.sqrt(distance_sq(x[st], _cases(x[st]))) if len(st) else np.zeros(0)
+        d = np.sqrt(distance_sq(x[st], point_edge_case(x[st]))) if len(st) else np.zeros(0)
         pts, pl = plane_pairs(m)
         dp = np.einsum("ni,ni->n", x[pts] - m.plane_point[pl], m.plane_normal[pl]) if len(pts) else np.zeros(0)
         alld = np.concatenate([d, dp])
         return (float(alld.min()) if len(alld) else np.inf), int(np.sum(alld < p.dhat))
-
-
-def _cases(X):
-    return point_edge_case(X)
 
 
 def simulate(scene, n_steps, progress=None) -> Trajectory:
