@@ -1,20 +1,35 @@
 """Linear algebra: batched PSD projection, sparse assembly from COO triplets,
-and the linear solve (scipy sparse direct when importable, numpy-only
-fallback otherwise: dense LU for small systems, Jacobi-preconditioned
-CG for large ones)."""
+and the linear solve.
+
+With scipy: dense Cholesky for tiny systems, banded Cholesky in a reverse
+Cuthill-McKee order while the band stays narrow (meshes of a few shapes),
+sparse LU (SuperLU) beyond.  numpy only (stock Blender): dense Cholesky test
++ LU up to DENSE_LIMIT DOFs, Jacobi-preconditioned CG beyond.
+
+``solve(..., require_pd=True)`` raises :class:`NotPositiveDefinite` when the
+factorization (or CG) finds the matrix is not positive definite: Newton uses
+it to try the exact Hessian first and fall back to the projected one.
+"""
 import numpy as np
 
 try:  # scipy is optional: stock Blender ships numpy only
+    import scipy.linalg.lapack as _lapack
     import scipy.sparse as _sp
     import scipy.sparse.linalg as _spla
+    from scipy.sparse.csgraph import reverse_cuthill_mckee as _rcm
     HAVE_SCIPY = True
 except ImportError:  # pragma: no cover - exercised by hiding scipy in tests
-    _sp = None
-    _spla = None
+    _lapack = _sp = _spla = _rcm = None
     HAVE_SCIPY = False
 
-DENSE_LIMIT = 3000  # numpy path: dense LU up to this many DOFs
-TINY_DENSE = 200    # 'auto': below this many DOFs a dense solve beats sparse set-up
+DENSE_LIMIT = 3000      # numpy path: dense solve up to this many DOFs
+TINY_DENSE = 128        # scipy path: dense Cholesky up to this many DOFs
+BAND_FLOPS = 3e7        # scipy path: banded Cholesky while n * band^2 stays below this
+REORDER_GROWTH = 1.25   # recompute the band ordering when the band grows by this factor
+
+
+class NotPositiveDefinite(np.linalg.LinAlgError):
+    """The matrix handed to solve(require_pd=True) is not positive definite."""
 
 
 def project_psd(H):
@@ -90,23 +105,113 @@ def eliminate_fixed(rows, cols, vals, fixed_mask):
             np.concatenate([vals[keep], np.ones(len(fixed))]))
 
 
-def solve(rows, cols, vals, rhs, method="auto"):
-    """Solve the SPD(-ish) system given as COO triplets (duplicates summed)."""
+class BandOrdering:
+    """Reverse Cuthill-McKee permutation kept between the solves of one
+    simulation: the Hessian's pattern changes only where contacts come and
+    go, so one ordering serves many Newton iterations; it is recomputed when
+    the system size changes or the band grows by REORDER_GROWTH."""
+
+    def __init__(self):
+        self.perm = None      # (n,) DOF at each position of the ordering
+        self.inv = None       # (n,) position of each DOF in the ordering
+        self.band = 0         # bandwidth when the ordering was computed
+
+    def band_of(self, rows, cols, n):
+        """(permuted rows, permuted cols, bandwidth) under the current ordering."""
+        if self.inv is None or len(self.inv) != n:
+            self._reorder(rows, cols, n)
+        pr, pc = self.inv[rows], self.inv[cols]
+        band = int(np.abs(pr - pc).max()) if len(pr) else 0
+        if band > REORDER_GROWTH * self.band + 2:
+            self._reorder(rows, cols, n)
+            pr, pc = self.inv[rows], self.inv[cols]
+            band = int(np.abs(pr - pc).max())
+        return pr, pc, band
+
+    def _reorder(self, rows, cols, n):
+        graph = _sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+        self.perm = _rcm(graph, symmetric_mode=True).astype(np.intp)
+        self.inv = np.empty(n, np.intp)
+        self.inv[self.perm] = np.arange(n)
+        self.band = int(np.abs(self.inv[rows] - self.inv[cols]).max()) if len(rows) else 0
+
+
+def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None):
+    """Solve the symmetric system given as COO triplets (duplicates summed).
+
+    method: 'auto' (scipy if importable), 'scipy' or 'numpy'.
+    require_pd: raise NotPositiveDefinite when the factorization shows the
+    matrix is not positive definite.  ordering: a BandOrdering reused
+    between calls.
+    """
     n = len(rhs)
     if method == "auto":
-        method = "scipy" if HAVE_SCIPY and n > TINY_DENSE else "numpy"
+        method = "scipy" if HAVE_SCIPY else "numpy"
     if method == "scipy":
         if not HAVE_SCIPY:
             raise ImportError("linear_solver='scipy' requested but scipy is not importable")
-        A = _sp.csc_matrix((vals, (rows, cols)), shape=(n, n))
-        return _spla.spsolve(A, rhs, permc_spec="MMD_AT_PLUS_A")
+        return _solve_scipy(rows, cols, vals, rhs, require_pd, ordering or BandOrdering())
     if n <= DENSE_LIMIT:
-        A = np.bincount(rows * n + cols, weights=vals, minlength=n * n).reshape(n, n)
-        return _dense_spd_solve(A, rhs)
-    return _pcg(rows, cols, vals, rhs)
+        A = _dense(rows, cols, vals, n)
+        if require_pd:
+            try:
+                np.linalg.cholesky(A)
+            except np.linalg.LinAlgError:
+                raise NotPositiveDefinite("dense Cholesky failed") from None
+        return _dense_solve(A, rhs)
+    return _pcg(rows, cols, vals, rhs, require_pd=require_pd)
 
 
-def _dense_spd_solve(A, rhs):
+def _dense(rows, cols, vals, n):
+    return np.bincount(rows * n + cols, weights=vals, minlength=n * n).reshape(n, n)
+
+
+def _solve_scipy(rows, cols, vals, rhs, require_pd, ordering):
+    n = len(rhs)
+    if n <= TINY_DENSE:
+        A = _dense(rows, cols, vals, n)
+        c, info = _lapack.dpotrf(A, lower=True, clean=False, overwrite_a=True)
+        if info == 0:
+            return _lapack.dpotrs(c, rhs, lower=True)[0]
+        return _not_pd(require_pd, lambda: _dense_solve(_dense(rows, cols, vals, n), rhs))
+    pr, pc, band = ordering.band_of(rows, cols, n)
+    if n * (band + 1) ** 2 <= BAND_FLOPS:
+        upper = pr <= pc       # upper triangle, LAPACK band storage ab[band + i - j, j]
+        ab = np.bincount((band + pr[upper] - pc[upper]) * n + pc[upper], weights=vals[upper],
+                         minlength=(band + 1) * n).reshape(band + 1, n)
+        _, y, info = _lapack.dpbsv(ab, rhs[ordering.perm], lower=0,
+                                   overwrite_ab=True, overwrite_b=True)
+        if info == 0:
+            return y[ordering.inv]
+        return _not_pd(require_pd, lambda: _superlu(rows, cols, vals, rhs))
+    return _superlu(rows, cols, vals, rhs, require_pd)
+
+
+def _not_pd(require_pd, fallback):
+    if require_pd:
+        raise NotPositiveDefinite("Cholesky factorization failed")
+    return fallback()
+
+
+def _superlu(rows, cols, vals, rhs, require_pd=False):
+    """Sparse LU.  To test positive definiteness it pivots on the diagonal
+    only (symmetric mode): then LU = L D L^T up to a symmetric permutation,
+    and A is positive definite iff every pivot (diagonal of U) is positive."""
+    n = len(rhs)
+    A = _sp.csc_matrix((vals, (rows, cols)), shape=(n, n))
+    if not require_pd:
+        return _spla.spsolve(A, rhs, permc_spec="MMD_AT_PLUS_A")
+    try:
+        lu = _spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                        options=dict(SymmetricMode=True))
+    except RuntimeError:            # exactly singular pivot
+        raise NotPositiveDefinite("sparse LU met a zero pivot") from None
+    if not (np.array_equal(lu.perm_r, lu.perm_c) and np.all(lu.U.diagonal() > 0.0)):
+        raise NotPositiveDefinite("sparse LU found a non-positive pivot")
+    return lu.solve(rhs)
+
+
+def _dense_solve(A, rhs):
     """One LU solve (numpy has no triangular solver, so Cholesky would cost
     three factorizations); a tiny diagonal shift rescues a singular matrix."""
     try:
@@ -115,7 +220,7 @@ def _dense_spd_solve(A, rhs):
         return np.linalg.solve(A + 1e-12 * np.abs(A).max() * np.eye(len(A)), rhs)
 
 
-def _pcg(rows, cols, vals, rhs, rtol=1e-10, max_iter=None):
+def _pcg(rows, cols, vals, rhs, rtol=1e-10, max_iter=None, require_pd=False):
     """Jacobi-preconditioned conjugate gradients, numpy only."""
     n = len(rhs)
 
@@ -124,11 +229,20 @@ def _pcg(rows, cols, vals, rhs, rtol=1e-10, max_iter=None):
 
     diag = np.bincount(rows[rows == cols], weights=vals[rows == cols], minlength=n)
     inv_diag = 1.0 / np.where(diag > 0, diag, 1.0)
-    return conjugate_gradients(matvec, lambda r: inv_diag * r, rhs, rtol, max_iter or 10 * n)[0]
+    x, _, _, curvature_ok = _cg(matvec, lambda r: inv_diag * r, rhs, rtol, max_iter or 10 * n)
+    if require_pd and not curvature_ok:
+        raise NotPositiveDefinite("CG met non-positive curvature")
+    return x
 
 
 def conjugate_gradients(matvec, precondition, rhs, rtol, max_iter):
     """Preconditioned CG for SPD systems. Returns (x, converged, iterations)."""
+    return _cg(matvec, precondition, rhs, rtol, max_iter)[:3]
+
+
+def _cg(matvec, precondition, rhs, rtol, max_iter):
+    """CG; returns (x, converged, iterations, no non-positive curvature met).
+    It stops at the first non-positive curvature p^T A p <= 0."""
     x = np.zeros(len(rhs))
     r = rhs.copy()
     z = precondition(r)
@@ -137,13 +251,16 @@ def conjugate_gradients(matvec, precondition, rhs, rtol, max_iter):
     tol = rtol * np.linalg.norm(rhs)
     for it in range(max_iter):
         if np.linalg.norm(r) <= tol:
-            return x, True, it
+            return x, True, it, True
         Ap = matvec(p)
-        alpha = rz / (p @ Ap)
+        pAp = p @ Ap
+        if not pAp > 0.0:
+            return x, False, it, False
+        alpha = rz / pAp
         x += alpha * p
         r -= alpha * Ap
         z = precondition(r)
         rz_new = r @ z
         p = z + (rz_new / rz) * p
         rz = rz_new
-    return x, bool(np.linalg.norm(r) <= tol), max_iter
+    return x, bool(np.linalg.norm(r) <= tol), max_iter, True

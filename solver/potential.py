@@ -76,8 +76,13 @@ class IncrementalPotential:
         return float(inertia + c.h * c.h * psi + pen)
 
     # ------------------------------------------------------ gradient + Hessian
-    def gradient_hessian(self, x, cs: ContactSet):
-        """Returns a filled :class:`Triplets` (gradient in ``.grad``)."""
+    def gradient_hessian(self, x, cs: ContactSet, majorize=(None, None), project=True):
+        """Returns a filled :class:`Triplets` (gradient in ``.grad``).
+
+        project: PSD-project the elastic, barrier and friction Hessians (else exact).
+        majorize: per friction set (pairs, planes), None or (n,) bool of
+        contacts given the majorizing curvature (see friction.hessian).
+        """
         m, c = self.m, self.c
         n = m.n
         T = Triplets(2 * n)
@@ -94,21 +99,27 @@ class IncrementalPotential:
             T.add_diagonal(np.arange(2 * n), diag)
         with tm("elasticity"):
             el = m.elements
-            g, H = elasticity.gradient_hessian(el, x)
+            g, H = elasticity.gradient_hessian(el, x, project)
             T.add_gradient_at(el.dofs, h2 * g)
             T.add_pattern(el.rows, el.cols, h2 * H)
         with tm("barrier"):
-            self._barrier_terms(T, x, cs)
+            self._barrier_terms(T, x, cs, project)
         with tm("friction"):
             disp = x - c.x_prev
-            for fs in (c.pair_friction, c.plane_friction):
+            for fs, mm in zip((c.pair_friction, c.plane_friction), majorize):
                 if len(fs):
-                    g, H = friction.gradient_hessian(fs, disp, c.eps)
+                    g, H = friction.gradient_hessian(fs, disp, c.eps, project, mm)
                     T.add_gradient(fs.idx, h2 * g)
                     T.add_blocks(fs.idx, h2 * H)
         return T
 
-    def _barrier_terms(self, T, x, cs):
+    def slip_reversals(self, x, dx):
+        """Per friction set, (n,) bool of sliding contacts the step dx reverses."""
+        c = self.c
+        disp = x - c.x_prev
+        return tuple(friction.slip_reversals(fs, disp, dx, c.eps) for fs in (c.pair_friction, c.plane_friction))
+
+    def _barrier_terms(self, T, x, cs, project=True):
         """Point-edge and half-plane barrier gradients/Hessians into T
         (only stencils inside dhat contribute)."""
         c = self.c
@@ -119,7 +130,7 @@ class IncrementalPotential:
             act = distance_sq(X, case) < c.dhat * c.dhat
             if act.any():
                 X, case, coef, idx = X[act], case[act], cs.coef[act], cs.idx[act]
-                g, H = barrier.pe_gradient_hessian(X, case, coef, c.dhat)
+                g, H = barrier.pe_gradient_hessian(X, case, coef, c.dhat, project)
                 T.add_gradient(idx, h2 * g)
                 T.add_blocks(idx, h2 * H)
         # half-planes

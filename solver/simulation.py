@@ -17,7 +17,7 @@ from .contacts import build_contact_set, candidate_stencils, pair_friction, plan
 from .distance import distance_sq, point_edge_case
 from .errors import ConvergenceError
 from .friction import FrictionSet
-from .linalg import Triplets, eliminate_fixed, solve
+from .linalg import BandOrdering, NotPositiveDefinite, Triplets, eliminate_fixed, solve
 from .model import build_model
 from .potential import IncrementalPotential, StepConstants
 from .profiling import Timers
@@ -97,6 +97,7 @@ class Simulation:
         self.gravity = np.asarray(p.gravity, float)
         self.timers = Timers()   # seconds per stage, for benchmarks
         self._state_stencils = None   # contact candidates at self.x, found by the last step
+        self._ordering = BandOrdering()   # fill-reducing order reused by the linear solves
 
     # ------------------------------------------------------------ accessors
     def body_positions(self, i):
@@ -253,18 +254,16 @@ class Simulation:
         return fixed, penalized
 
     def _newton(self, ip, x, fixed, budget):
-        """Projected Newton with CCD-filtered backtracking.
+        """Newton (exact Hessian, projected when indefinite) with CCD-filtered backtracking.
         Returns (x, converged, iterations, smallest alpha, message)."""
         p = self.params
         fixed_dof = np.repeat(fixed, 2)
         cs = self._contact_set(x, x)
         min_alpha, energy = 1.0, None
+        majorize = (np.zeros(len(ip.c.pair_friction), bool), np.zeros(len(ip.c.plane_friction), bool))
+        project = False     # exact Hessian until it fails to be positive definite
         for it in range(budget + 1):
-            T = ip.gradient_hessian(x, cs)
-            g = np.where(fixed_dof, 0.0, T.grad)
-            with self.timers("linear_solve"):
-                r, c, v = eliminate_fixed(*T.arrays(), fixed_dof)
-                dx = solve(r, c, v, -g, p.linear_solver).reshape(-1, 2)
+            g, dx, majorize, project = self._newton_direction(ip, x, cs, fixed_dof, majorize, project)
             if not np.all(np.isfinite(dx)):
                 return x, False, it, min_alpha, "linear solve produced non-finite values"
             if np.abs(dx).max() / p.dt < p.newton_tol:
@@ -283,6 +282,44 @@ class Simulation:
         return x, False, budget, min_alpha, (
             f"Newton did not converge in {p.max_newton_iters} iterations "
             f"(last |dx|/h = {np.abs(dx).max() / p.dt:.3g} m/s, tolerance {p.newton_tol:g})")
+
+    def _newton_direction(self, ip, x, cs, fixed_dof, majorize, project):
+        """Newton step: (g (2N,) it was solved with, dx (N,2), majorize, project).
+
+        The exact Hessian is tried first: near a solution in compression or
+        sliding contact its negative-curvature parts matter, and clamping them
+        (PSD projection) makes Newton converge only linearly.  If it is not
+        positive definite (the Cholesky factorization fails, or, where the
+        solver cannot tell, the step is not a descent direction) the
+        PSD-projected Hessian is used, for the rest of this Newton solve
+        (a pile's Hessian stays indefinite and each failed try costs a
+        factorization).
+        Friction contacts whose slip the step would reverse are switched to
+        their majorizing curvature (kept for the rest of this solve) and the
+        step is solved again: the exact friction Hessian is blind to the kink
+        at zero slip and sends such contacts back and forth.
+        """
+        p = self.params
+        while True:
+            T = ip.gradient_hessian(x, cs, majorize, project)
+            g = np.where(fixed_dof, 0.0, T.grad)
+            try:
+                with self.timers("linear_solve"):
+                    r, c, v = eliminate_fixed(*T.arrays(), fixed_dof)
+                    dx = solve(r, c, v, -g, p.linear_solver, require_pd=not project,
+                               ordering=self._ordering)
+                if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
+                    raise NotPositiveDefinite("exact Newton step is not a descent direction")
+            except NotPositiveDefinite:
+                project = True
+                continue
+            if not np.all(np.isfinite(dx)):
+                return g, dx.reshape(-1, 2), majorize, project
+            dx = dx.reshape(-1, 2)
+            flips = ip.slip_reversals(x, dx)
+            if not any((f & ~m).any() for f, m in zip(flips, majorize)):
+                return g, dx, majorize, project
+            majorize = tuple(m | f for m, f in zip(majorize, flips))
 
     @staticmethod
     def _backtrack(ip, x, dx, alpha, cs, energy, slope):

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from invariants import assert_close_rel, contact_scene, fd_gradient, fd_jacobian, point_segment_distance
 from solver import barrier, friction
@@ -92,6 +94,42 @@ def test_synthetic_friction_fd(k, mu_static, region):
         assert np.allclose(mag, fs.static * f1_ref(region * eps, eps), rtol=1e-9)
     elif region > 2:
         assert np.allclose(mag, fs.mu_lambda, rtol=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(u0=st.floats(-5.0, 5.0), u=st.floats(-6.0, 6.0), ratio=st.floats(1.0, 3.0),
+       direction=st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=2))
+def test_majorizing_curvature_bounds_the_friction_potential(u0, u, ratio, direction):
+    """With majorize on, the quadratic model of a contact (value, gradient and
+    the Hessian at slip u0) lies above the friction potential at every slip u,
+    so a Newton step cannot gain by jumping across the kink at u = 0."""
+    eps = 1e-3
+    u0, u = u0 * eps, u * eps
+    t = np.asarray(direction, float)
+    if np.linalg.norm(t) < 1e-3:
+        t = np.array([1.0, 0.0])
+    t = t / np.linalg.norm(t)
+    fs = FrictionSet(np.array([[0]]), t[None, :], np.array([2.0]), np.array([2.0 * ratio]))
+    x0 = (u0 * t)[None, :]
+    g = friction.gradient(fs, x0, eps)[0] @ t
+    c = t @ friction.hessian(fs, x0, eps, majorize=np.array([True]))[0] @ t
+    model = friction.value(fs, x0, eps) + g * (u - u0) + 0.5 * c * (u - u0) ** 2
+    actual = friction.value(fs, (u * t)[None, :], eps)
+    assert model >= actual - 1e-12 * max(1.0, abs(actual))
+    # and the exact Hessian is kept where the flag is off
+    H = friction.hessian(fs, x0, eps, majorize=np.array([False]))
+    assert np.allclose(H, friction.hessian(fs, x0, eps))
+
+
+def test_slip_reversals_flags_only_sliding_contacts_sent_across_zero():
+    eps = 1e-3
+    t = np.array([[1.0, 0.0]] * 4)
+    fs = FrictionSet(np.arange(4)[:, None], t, np.ones(4))
+    disp = np.array([[3.0, 0.0], [3.0, 0.0], [0.5, 0.0], [-2.0, 0.0]]) * eps
+    step = np.array([[-4.0, 0.0], [-2.0, 0.0], [-1.0, 0.0], [2.5, 0.0]]) * eps
+    # sliding + reversed, sliding + same side, sticking (not a slide), sliding + reversed
+    assert friction.slip_reversals(fs, disp, step, eps).tolist() == [True, False, False, True]
+    assert friction.slip_reversals(FrictionSet.empty(1), disp, step, eps).shape == (0,)
 
 
 def _weights_ref(model_edges, x, n):

@@ -1,6 +1,6 @@
 """Linear algebra: PSD projection, COO assembly, fixed-DOF elimination and the
-solvers (scipy sparse, numpy dense Cholesky, numpy PCG fallback) against
-numpy's dense solve."""
+solvers (scipy dense / banded Cholesky and sparse LU, numpy dense and PCG
+fallback) against numpy's dense solve, and their positive-definiteness test."""
 import numpy as np
 import pytest
 
@@ -114,3 +114,84 @@ def test_conjugate_gradients_directly():
     # an iteration cap that is too small is reported, not hidden
     x, ok, it = linalg.conjugate_gradients(lambda v: A @ v, lambda r: r, b, 1e-14, 2)
     assert not ok and it == 2
+
+
+def banded_spd_coo(rng, n, band):
+    """SPD matrix coupling only DOFs less than `band` apart, rows shuffled so
+    that the band must be found by the reordering."""
+    i, j = np.triu_indices(n, 1)
+    near = (j - i) < band
+    i, j = i[near], j[near]
+    v = rng.normal(size=len(i))
+    A = np.zeros((n, n))
+    A[i, j] = v
+    A += A.T
+    A[np.arange(n), np.arange(n)] = np.abs(A).sum(axis=1) + 1.0
+    shuffle = rng.permutation(n)
+    A = A[np.ix_(shuffle, shuffle)]
+    rows, cols = np.nonzero(A)
+    return rows, cols, A[rows, cols], A
+
+
+@pytest.mark.parametrize("path", ["dense", "banded", "superlu"])
+def test_scipy_paths_solve_and_detect_indefinite(path, monkeypatch):
+    """Each scipy path solves an SPD system; with require_pd the Cholesky paths
+    reject an indefinite one, and without it every path still solves it."""
+    rng = np.random.default_rng(7)
+    n = 60 if path == "dense" else 400
+    if path == "superlu":
+        monkeypatch.setattr(linalg, "BAND_FLOPS", 0.0)
+    rows, cols, vals, A = banded_spd_coo(rng, n, 5)
+    b = rng.normal(size=n)
+    calls = []
+    real = linalg._lapack.dpbsv
+    monkeypatch.setattr(linalg._lapack, "dpbsv", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x = linalg.solve(rows, cols, vals, b, "scipy", require_pd=True)
+    assert np.allclose(A @ x, b, rtol=0, atol=1e-9 * np.abs(b).max())
+    assert bool(calls) == (path == "banded")
+    # make it indefinite: flip the sign of one diagonal entry
+    k = int(np.flatnonzero((rows == cols))[3])
+    vals = vals.copy()
+    vals[k] = -vals[k]
+    A[rows[k], rows[k]] = vals[k]
+    with pytest.raises(linalg.NotPositiveDefinite):
+        linalg.solve(rows, cols, vals, b, "scipy", require_pd=True)
+    x = linalg.solve(rows, cols, vals, b, "scipy")
+    assert np.allclose(A @ x, b, rtol=0, atol=1e-8 * np.abs(b).max())
+
+
+def test_band_ordering_is_reused_and_recomputed_when_the_band_grows():
+    rng = np.random.default_rng(8)
+    rows, cols, vals, A = banded_spd_coo(rng, 300, 4)
+    order = linalg.BandOrdering()
+    _, _, band = order.band_of(rows, cols, 300)
+    assert band <= 8                       # RCM recovers a narrow band
+    first = order.perm
+    order.band_of(rows, cols, 300)
+    assert order.perm is first             # same pattern: ordering kept
+    # a long-range coupling (a new contact far along the band) widens it
+    ends = int(first[0]), int(first[-1])
+    far_r = np.concatenate([rows, ends])
+    far_c = np.concatenate([cols, ends[::-1]])
+    order.band_of(far_r, far_c, 300)
+    assert order.perm is not first
+    b = rng.normal(size=300)
+    vals2 = np.concatenate([vals, [0.1, 0.1]])
+    A2 = A.copy()
+    A2[ends[0], ends[1]] = A2[ends[1], ends[0]] = 0.1
+    x = linalg.solve(far_r, far_c, vals2, b, "scipy", ordering=order)
+    assert np.allclose(A2 @ x, b, rtol=0, atol=1e-9)
+
+
+def test_numpy_paths_detect_indefinite(monkeypatch):
+    rng = np.random.default_rng(9)
+    rows, cols, vals, A = banded_spd_coo(rng, 50, 3)
+    vals = vals.copy()
+    k = int(np.flatnonzero(rows == cols)[0])
+    vals[k] = -10 * abs(vals[k])
+    b = rng.normal(size=50)
+    with pytest.raises(linalg.NotPositiveDefinite):
+        linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
+    monkeypatch.setattr(linalg, "DENSE_LIMIT", 4)       # PCG branch
+    with pytest.raises(linalg.NotPositiveDefinite):
+        linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
