@@ -42,17 +42,28 @@ def barrier_d2(s):
     return np.where(s <= 0.0, np.inf, np.where(s >= 1.0, 0.0, val))
 
 
+def barrier_d1_d2(s):
+    """(dB/ds, d^2B/ds^2) sharing one log; same domain guards as above."""
+    sc = np.clip(s, 1e-300, 1.0)
+    log_s, s1 = np.log(sc), sc - 1.0
+    q = s1 / sc
+    out = s <= 0.0
+    zero = s >= 1.0
+    d1 = np.where(out, -np.inf, np.where(zero, 0.0, -2.0 * s1 * log_s - s1 * q))
+    d2 = np.where(out, np.inf, np.where(zero, 0.0, -2.0 * log_s - 4.0 * q + q * q))
+    return d1, d2
+
+
 # ---------------------------------------------------------------- point-edge
 
 
-def pe_value(X, case, coef, dhat):
-    """Sum of coef_k B(d_k^2/dhat^2) over stencils X (n,3,2)."""
+def pe_value(X, case, coef, dhat, d2=None):
+    """Sum of coef_k B(d_k^2/dhat^2) over stencils X (n,3,2); d2: the squared
+    distances if already known."""
     if len(X) == 0:
         return 0.0
-    s = distance_sq(X, case) / (dhat * dhat)
-    b = barrier(s)
-    active = b != 0.0
-    return float(np.sum(coef[active] * b[active]))
+    b = barrier((distance_sq(X, case) if d2 is None else d2) / (dhat * dhat))
+    return float(np.dot(coef, b)) if np.all(np.isfinite(b)) else np.inf
 
 
 def pe_gradient(X, case, coef, dhat):
@@ -71,10 +82,10 @@ def pe_gradient_hessian(X, case, coef, dhat, project=True):
     """Per-stencil gradients (n, 6) and Hessians (n, 6, 6) in one pass."""
     inv = 1.0 / (dhat * dhat)
     d2, g, H = distance_sq_derivatives(X, case)
-    s = d2 * inv
-    d1 = coef * barrier_d1(s) * inv
+    b1, b2 = barrier_d1_d2(d2 * inv)
+    d1 = coef * b1 * inv
     H *= d1[:, None, None]
-    H += (coef * barrier_d2(s) * inv * inv)[:, None, None] * np.einsum("ni,nj->nij", g, g)
+    H += (coef * b2 * inv * inv)[:, None, None] * (g[:, :, None] * g[:, None, :])
     return d1[:, None] * g, (project_psd(H) if project else H)
 
 
@@ -106,20 +117,24 @@ def hp_value(x, point, normal, coef, dhat):
 
 def hp_gradient(x, point, normal, coef, dhat):
     """(n, 2) gradients."""
-    d = plane_distance(x, point, normal)
-    inv = 1.0 / (dhat * dhat)
-    dB = barrier_d1(d * d * inv) * coef * inv
-    return (dB * 2.0 * d)[:, None] * normal
+    return hp_gradient_hessian(x, point, normal, coef, dhat)[0]
 
 
 def hp_hessian(x, point, normal, coef, dhat):
     """(n, 2, 2) Hessians; PSD because B'' > 0 and B' < 0 give
     4 d^2 B'' + 2 B' > 0 along n (checked by tests) and zero across."""
+    return hp_gradient_hessian(x, point, normal, coef, dhat)[1]
+
+
+def hp_gradient_hessian(x, point, normal, coef, dhat):
+    """Gradients (n, 2) and Hessians (n, 2, 2) sharing d and B', B''."""
     d = plane_distance(x, point, normal)
     inv = 1.0 / (dhat * dhat)
     s = d * d * inv
-    k = coef * (barrier_d2(s) * inv * inv * 4.0 * d * d + barrier_d1(s) * inv * 2.0)
-    return np.maximum(k, 0.0)[:, None, None] * np.einsum("ni,nj->nij", normal, normal)
+    b1, b2 = barrier_d1_d2(s)
+    g = (coef * b1 * inv * 2.0 * d)[:, None] * normal
+    k = np.maximum(coef * (b2 * inv * inv * 4.0 * d * d + b1 * inv * 2.0), 0.0)
+    return g, k[:, None, None] * (normal[:, :, None] * normal[:, None, :])
 
 
 def hp_contact_force(x, point, normal, coef, dhat):

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import barrier
 from .broad_phase import candidates, edge_boxes, point_boxes
-from .distance import PP0, closest_point_parameter, distance_sq, point_edge_case
+from .distance import PP0, case_and_distance_sq, closest_point_parameter, distance_sq, point_edge_case
 from .friction import FrictionSet, tangent_weights
 
 
@@ -34,6 +34,10 @@ class ContactSet:
         case = point_edge_case(X)
         case[self.pp] = PP0
         return case
+
+    def cases_and_distance_sq(self, X):
+        """(case (n,), squared distance (n,)) of gathered stencils X (n,3,2)."""
+        return case_and_distance_sq(X, self.pp)
 
     def subset(self, mask):
         return ContactSet(self.idx[mask], self.coef[mask], self.pp[mask])
@@ -79,8 +83,7 @@ def pair_friction(model, cs, x, dhat):
     if len(cs) == 0:
         return FrictionSet.empty(3)
     X = cs.gather(x)
-    case = cs.cases(X)
-    d2 = distance_sq(X, case)
+    case, d2 = cs.cases_and_distance_sq(X)
     act = (d2 < dhat * dhat) & (d2 > 0)
     if not act.any():
         return FrictionSet.empty(3)

@@ -16,90 +16,70 @@ import numpy as np
 
 PP0, PP1, PL = 0, 1, 2
 
-# c = cross(a, e) = a^T M e with a = p - e0, e = e1 - e0.
-_M = np.array([[0.0, 1.0], [-1.0, 0.0]])
-_I2 = np.eye(2)
-_Z2 = np.zeros((2, 2))
-_SA = np.hstack([_I2, -_I2, _Z2])      # a = SA @ x
-_SE = np.hstack([_Z2, -_I2, _I2])      # e = SE @ x
-_HESS_C = _SA.T @ _M @ _SE + _SE.T @ _M.T @ _SA   # constant Hessian of c
-_HESS_L = 2.0 * _SE.T @ _SE                       # constant Hessian of |e|^2
-# Hessian of |p - q|^2 for q = e0 (PP0) and q = e1 (PP1)
-_HESS_PP = np.zeros((2, 6, 6))
-for _k, _q in ((0, 1), (1, 2)):
-    _S = np.zeros((2, 6))
-    _S[:, 0:2] = _I2
-    _S[:, 2 * _q:2 * _q + 2] = -_I2
-    _HESS_PP[_k] = 2.0 * _S.T @ _S
-
-
 def edge_parameter(X):
     """Projection parameter of the point onto the edge line, (n,)."""
+    a = X[:, 0] - X[:, 1]
     e = X[:, 2] - X[:, 1]
-    ee = np.einsum("ni,ni->n", e, e)
-    return np.einsum("ni,ni->n", X[:, 0] - X[:, 1], e) / np.where(ee > 0, ee, 1.0)
+    ee = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
+    return (a[:, 0] * e[:, 0] + a[:, 1] * e[:, 1]) / np.where(ee > 0, ee, 1.0)
 
 
 def point_edge_case(X):
     """Closest-feature case per stencil, (n,) int8 in {PP0, PP1, PL}."""
-    t = edge_parameter(X)
-    case = np.full(len(X), PL, dtype=np.int8)
-    case[t <= 0.0] = PP0
-    case[t >= 1.0] = PP1
-    return case
+    return _case_of(edge_parameter(X))
 
 
-def _pp_other(X, case):
-    """The edge end point involved in a point-point case, (n, 2)."""
-    return np.where((case == PP1)[:, None], X[:, 2], X[:, 1])
-
-
-def _line_parts(X):
-    a = X[:, 0] - X[:, 1]
-    e = X[:, 2] - X[:, 1]
-    c = a[:, 0] * e[:, 1] - a[:, 1] * e[:, 0]
-    L = np.einsum("ni,ni->n", e, e)
-    return a, e, c, L
+def _case_of(t):
+    return np.where(t <= 0.0, PP0, np.where(t >= 1.0, PP1, PL)).astype(np.int8)
 
 
 def distance_sq(X, case):
     """Squared point-edge distance, (n,)."""
-    d_pp = X[:, 0] - _pp_other(X, case)
-    out = np.einsum("ni,ni->n", d_pp, d_pp)
+    return _distance_sq(X[:, 0] - X[:, 1], X[:, 2] - X[:, 1], X[:, 0] - X[:, 2], case)
+
+
+def _distance_sq(a, e, b, case):
+    """a = p - e0, e = e1 - e0, b = p - e1; PL as cross^2 / |e|^2."""
     line = case == PL
-    if line.any():
-        _, _, c, L = _line_parts(X[line])
-        out[line] = c * c / L
-    return out
+    c = a[:, 0] * e[:, 1] - a[:, 1] * e[:, 0]
+    L = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
+    pp = np.where(case == PP1, b[:, 0] * b[:, 0] + b[:, 1] * b[:, 1], a[:, 0] * a[:, 0] + a[:, 1] * a[:, 1])
+    return np.where(line, c * c / np.where(line, L, 1.0), pp)
 
 
-def _grad_c_and_L(a, e):
-    """Gradients (n, 6) of c = cross(a, e) and L = |e|^2."""
-    Je = np.stack([e[:, 1], -e[:, 0]], axis=1)       # dc/da
-    Ja = np.stack([-a[:, 1], a[:, 0]], axis=1)       # dc/de
-    gc = np.concatenate([Je, -Je - Ja, Ja], axis=1)
-    gL = np.concatenate([np.zeros_like(e), -2.0 * e, 2.0 * e], axis=1)
-    return gc, gL
+def case_and_distance_sq(X, forced_pp0=None):
+    """(case (n,) int8, squared distance (n,)) sharing the edge vectors;
+    forced_pp0: optional (n,) bool of stencils whose case is PP0 whatever t."""
+    a = X[:, 0] - X[:, 1]
+    e = X[:, 2] - X[:, 1]
+    ee = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
+    case = _case_of((a[:, 0] * e[:, 0] + a[:, 1] * e[:, 1]) / np.where(ee > 0, ee, 1.0))
+    if forced_pp0 is not None:
+        case[forced_pp0] = PP0
+    return case, _distance_sq(a, e, X[:, 0] - X[:, 2], case)
+
+
+def _closest(X, case):
+    """Shared parts for the derivatives: (e, L, line mask, t, r, gamma).
+
+    t is the closest-point parameter the case dictates (0 for PP0, 1 for PP1,
+    the projection for PL), r = p - e0 - t e, gamma = [1, t - 1, -t] (n, 3).
+    """
+    a = X[:, 0] - X[:, 1]
+    e = X[:, 2] - X[:, 1]
+    L = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
+    line = case == PL
+    t = np.where(line, (a[:, 0] * e[:, 0] + a[:, 1] * e[:, 1]) / np.where(line, L, 1.0),
+                 (case == PP1).astype(float))
+    r = a - t[:, None] * e
+    gamma = np.stack([np.ones(len(X)), t - 1.0, -t], axis=1)
+    return a, e, L, line, r, gamma
 
 
 def distance_sq_gradient(X, case):
-    """Gradient of the squared distance, (n, 6)."""
-    n = len(X)
-    g = np.zeros((n, 6))
-    pp = case != PL
-    if pp.any():
-        diff = 2.0 * (X[pp, 0] - _pp_other(X[pp], case[pp]))
-        g[pp, 0:2] = diff
-        col = np.where(case[pp] == PP1, 4, 2)
-        rows = np.flatnonzero(pp)
-        g[rows, col] = -diff[:, 0]
-        g[rows, col + 1] = -diff[:, 1]
-    line = ~pp
-    if line.any():
-        a, e, c, L = _line_parts(X[line])
-        gc, gL = _grad_c_and_L(a, e)
-        g[line] = (2.0 * c / L)[:, None] * gc - (c * c / (L * L))[:, None] * gL
-    return g
+    """Gradient of the squared distance, (n, 6): 2 gamma (x) r (see distance_sq_derivatives)."""
+    _, _, _, _, r, gamma = _closest(X, case)
+    return 2.0 * (gamma[:, :, None] * r[:, None, :]).reshape(len(X), 6)
 
 
 def distance_sq_hessian(X, case):
@@ -108,37 +88,32 @@ def distance_sq_hessian(X, case):
 
 
 def distance_sq_derivatives(X, case):
-    """Squared distance (n,), gradient (n,6) and Hessian (n,6,6) in one pass
-    (shares the case split and the cross-product parts)."""
+    """Squared distance (n,), gradient (n,6) and Hessian (n,6,6) in one pass.
+
+    One formula for every case: with r = p - e0 - t e and gamma = [1, t-1, -t]
+    (t = 0 for PP0, 1 for PP1, the projection for PL), the gradient is
+    2 gamma (x) r (t optimal or fixed: no dt/dx term).  The Hessian is
+    2 (gamma gamma^T) (x) I2, minus, for PL only, v v^T / (2 |e|^2) with
+    v = d(df/dt)/dx = -2 (gamma (x) e + [0, -r, r]): eliminating t from
+    f(x, t) = |p - e0 - t e|^2.
+    """
     n = len(X)
-    d2 = np.empty(n)
-    g = np.zeros((n, 6))
-    H = np.zeros((n, 6, 6))
-    pp = case != PL
-    if pp.any():
-        rows = np.flatnonzero(pp)
-        diff = X[pp, 0] - _pp_other(X[pp], case[pp])
-        d2[pp] = np.einsum("ni,ni->n", diff, diff)
-        g[pp, 0:2] = 2.0 * diff
-        col = np.where(case[pp] == PP1, 4, 2)
-        g[rows, col] = -2.0 * diff[:, 0]
-        g[rows, col + 1] = -2.0 * diff[:, 1]
-        H[pp] = _HESS_PP[case[pp].astype(np.intp)]
-    line = ~pp
+    a, e, L, line, r, gamma = _closest(X, case)
+    c = a[:, 0] * e[:, 1] - a[:, 1] * e[:, 0]
+    # PL: c^2 / L (no cancellation for a point far along a long edge)
+    d2 = np.where(line, c * c / np.where(line, L, 1.0), r[:, 0] * r[:, 0] + r[:, 1] * r[:, 1])
+    g = 2.0 * (gamma[:, :, None] * r[:, None, :]).reshape(n, 6)
+    G2 = 2.0 * (gamma[:, :, None] * gamma[:, None, :])                  # (n, 3, 3)
+    H = np.zeros((n, 3, 2, 3, 2))
+    H[:, :, 0, :, 0] = G2
+    H[:, :, 1, :, 1] = G2
+    H = H.reshape(n, 6, 6)
     if line.any():
-        a, e, c, L = _line_parts(X[line])
-        gc, gL = _grad_c_and_L(a, e)
-        cL = c / L
-        d2[line] = c * cL
-        g[line] = (2.0 * cL)[:, None] * gc - (cL * cL)[:, None] * gL
-        gcL = np.einsum("ni,nj->nij", gc, gL)
-        H[line] = (
-            (2.0 / L)[:, None, None] * np.einsum("ni,nj->nij", gc, gc)
-            + (2.0 * cL)[:, None, None] * _HESS_C
-            - (2.0 * cL / L)[:, None, None] * (gcL + np.swapaxes(gcL, 1, 2))
-            - (cL * cL)[:, None, None] * _HESS_L
-            + (2.0 * cL * cL / L)[:, None, None] * np.einsum("ni,nj->nij", gL, gL)
-        )
+        v = -2.0 * (gamma[line, :, None] * e[line, None, :]).reshape(-1, 6)
+        rl = r[line]
+        v[:, 2:4] += 2.0 * rl
+        v[:, 4:6] -= 2.0 * rl
+        H[line] -= (0.5 / L[line])[:, None, None] * (v[:, :, None] * v[:, None, :])
     return d2, g, H
 
 

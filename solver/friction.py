@@ -108,13 +108,37 @@ def value(fs, dx, eps):
 
 def gradient(fs, dx, eps):
     """Per-contact gradients (n, 2k)."""
-    u = _slip(fs, dx)
-    return (_dphi(u, fs.static, fs.mu_lambda, eps) * np.sign(u))[:, None] * fs.w
+    return _gradient_at(fs, _slip(fs, dx), eps)
 
 
 def gradient_hessian(fs, dx, eps, project=True, majorize=None):
     """Per-contact gradients (n, 2k) and Hessians (n, 2k, 2k) sharing the slip."""
-    return gradient(fs, dx, eps), hessian(fs, dx, eps, project, majorize)
+    u = _slip(fs, dx)
+    return _gradient_at(fs, u, eps), _hessian_at(fs, u, eps, project, majorize)
+
+
+def hessian(fs, dx, eps, project=True, majorize=None):
+    """Per-contact Hessians (n, 2k, 2k).
+
+    majorize: optional (n,) bool; those contacts get the curvature
+    phi'(|u|)/|u| of the quadratic that majorizes phi(|u|) (phi'(y)/y is
+    non-increasing), so a Newton step cannot overshoot their kink at u = 0.
+    """
+    return _hessian_at(fs, _slip(fs, dx), eps, project, majorize)
+
+
+def _gradient_at(fs, u, eps):
+    return (_dphi(u, fs.static, fs.mu_lambda, eps) * np.sign(u))[:, None] * fs.w
+
+
+def _hessian_at(fs, u, eps, project, majorize):
+    c = _d2phi(u, fs.static, fs.mu_lambda, eps)
+    if majorize is not None and majorize.any():
+        y = np.maximum(np.abs(u[majorize]), 1e-6 * eps)
+        c[majorize] = _dphi(y, fs.static[majorize], fs.mu_lambda[majorize], eps) / y
+    if project:
+        c = np.maximum(c, 0.0)
+    return c[:, None, None] * (fs.w[:, :, None] * fs.w[:, None, :])
 
 
 def slip_reversals(fs, disp, step, eps):
@@ -126,18 +150,3 @@ def slip_reversals(fs, disp, step, eps):
     return (np.abs(u0) >= eps) & (u0 * u1 < 0.0)
 
 
-def hessian(fs, dx, eps, project=True, majorize=None):
-    """Per-contact Hessians (n, 2k, 2k).
-
-    majorize: optional (n,) bool; those contacts get the curvature
-    phi'(|u|)/|u| of the quadratic that majorizes phi(|u|) (phi'(y)/y is
-    non-increasing), so a Newton step cannot overshoot their kink at u = 0.
-    """
-    u = _slip(fs, dx)
-    c = _d2phi(u, fs.static, fs.mu_lambda, eps)
-    if majorize is not None and majorize.any():
-        y = np.maximum(np.abs(u[majorize]), 1e-6 * eps)
-        c[majorize] = _dphi(y, fs.static[majorize], fs.mu_lambda[majorize], eps) / y
-    if project:
-        c = np.maximum(c, 0.0)
-    return c[:, None, None] * np.einsum("ni,nj->nij", fs.w, fs.w)

@@ -49,12 +49,18 @@ def stencil_dofs(idx):
     return (2 * idx[:, :, None] + np.arange(2)).reshape(len(idx), -1)
 
 
+_BLOCK_INDEX = {}   # k -> (row pick, col pick) of a (2k x 2k) block, row-major
+
+
 def block_pattern(idx):
     """COO (rows, cols) of the local blocks of vertex stencils idx (n, k),
     each (n * 4k^2,), in the row-major order of H (n, 2k, 2k)."""
     dofs = stencil_dofs(idx)
-    k = dofs.shape[1]
-    return np.repeat(dofs, k, axis=1).ravel(), np.tile(dofs, (1, k)).ravel()
+    k2 = dofs.shape[1]
+    if k2 not in _BLOCK_INDEX:
+        _BLOCK_INDEX[k2] = (np.repeat(np.arange(k2), k2), np.tile(np.arange(k2), k2))
+    pick_r, pick_c = _BLOCK_INDEX[k2]
+    return dofs[:, pick_r].ravel(), dofs[:, pick_c].ravel()
 
 
 class Triplets:

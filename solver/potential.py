@@ -64,7 +64,8 @@ class IncrementalPotential:
             return np.inf
         if len(cs):
             X = cs.gather(x)
-            psi += barrier.pe_value(X, cs.cases(X), cs.coef, c.dhat)
+            case, d2 = cs.cases_and_distance_sq(X)
+            psi += barrier.pe_value(X, case, cs.coef, c.dhat, d2)
         if len(self.hp_pts):
             psi += barrier.hp_value(x[self.hp_pts], self.hp_point, self.hp_normal, self.hp_coef, c.dhat)
         disp = x - c.x_prev
@@ -126,8 +127,8 @@ class IncrementalPotential:
         h2 = c.h * c.h
         if len(cs):
             X = cs.gather(x)
-            case = cs.cases(X)
-            act = distance_sq(X, case) < c.dhat * c.dhat
+            case, d2 = cs.cases_and_distance_sq(X)
+            act = d2 < c.dhat * c.dhat
             if act.any():
                 X, case, coef, idx = X[act], case[act], cs.coef[act], cs.idx[act]
                 g, H = barrier.pe_gradient_hessian(X, case, coef, c.dhat, project)
@@ -139,7 +140,8 @@ class IncrementalPotential:
             d = barrier.plane_distance(xp, self.hp_point, self.hp_normal)
             act = d < c.dhat
             if act.any():
-                args = (xp[act], self.hp_point[act], self.hp_normal[act], self.hp_coef[act], c.dhat)
+                g, H = barrier.hp_gradient_hessian(xp[act], self.hp_point[act], self.hp_normal[act],
+                                                   self.hp_coef[act], c.dhat)
                 idx = self.hp_pts[act][:, None]
-                T.add_gradient(idx, h2 * barrier.hp_gradient(*args))
-                T.add_blocks(idx, h2 * barrier.hp_hessian(*args))
+                T.add_gradient(idx, h2 * g)
+                T.add_blocks(idx, h2 * H)

@@ -28,6 +28,7 @@ PENALTY_GROWTH = 10.0
 PENALTY_ROUNDS = 4
 ARMIJO = 1e-4
 MIN_ALPHA = 1e-12
+GUESS_MIN_MOVE = 0.5     # try the inertial initial guess only for moves above this * dhat
 
 
 @dataclass(frozen=True)
@@ -173,14 +174,13 @@ class Simulation:
             x, pending = self._snap(x_prev, target, range(len(m.kin_groups)))
             k_pen = PENALTY_START
             fixed, penalized = self._kinematic_masks(pending)
-            x = self._initial_guess(self._potential(consts, penalized, k_pen), x, x_tilde)
+            ip = self._potential(consts, penalized, k_pen)
+            x, cs, energy = self._initial_guess(ip, x, x_tilde)
         total_iters, min_alpha, rounds = 0, 1.0, 0
         converged, message = False, ""
         while True:
-            fixed, penalized = self._kinematic_masks(pending)
-            ip = self._potential(consts, penalized, k_pen)
             budget = p.max_newton_iters - total_iters
-            x, ok, iters, a_min, message = self._newton(ip, x, fixed, budget)
+            x, ok, iters, a_min, message, cs = self._newton(ip, x, fixed, budget, cs, energy)
             total_iters += iters
             min_alpha = min(min_alpha, a_min)
             if not ok:
@@ -188,17 +188,21 @@ class Simulation:
             if not pending:
                 converged = True
                 break
-            x, still = self._snap(x, target, pending)
+            x_snapped, still = self._snap(x, target, pending)
             if len(still) < len(pending):
-                pending = still
-                continue
-            if rounds >= PENALTY_ROUNDS:
+                x, pending = x_snapped, still
+            elif rounds >= PENALTY_ROUNDS:
                 converged = True
                 break
-            rounds += 1
-            k_pen *= PENALTY_GROWTH
+            else:
+                rounds += 1
+                k_pen *= PENALTY_GROWTH
+            fixed, penalized = self._kinematic_masks(pending)
+            ip = self._potential(consts, penalized, k_pen)
+            cs, energy = None, None
+        # x is Newton's last iterate, and cs holds every pair within dhat of it
         return self._finish_step(x, x_prev, target, total_iters, converged, min_alpha,
-                                 message, t_start)
+                                 message, t_start, cs)
 
     def _balance_kappa(self, x, x_tilde, cs):
         """Adaptive stiffness (IPC): when contact first appears, raise kappa so
@@ -232,15 +236,20 @@ class Simulation:
     def _initial_guess(self, ip, x, x_tilde):
         """Start Newton at x_tilde (the inertia-only optimum, moved only as far
         as it stays feasible) when that has lower energy than x: in free flight
-        Newton then converges at once, at rest it keeps x."""
+        Newton then converges at once, at rest it keeps x.  Returns the start,
+        a contact set covering it (or None) and its energy (or None)."""
         dx = x_tilde - x
         dx[self.model.is_collider] = 0.0
         dx[self.kin_vertices] = 0.0
-        if not np.any(dx):
-            return x
+        if np.abs(dx).max(initial=0.0) <= GUESS_MIN_MOVE * self.params.dhat:
+            # Newton's first iteration from x covers so small an inertial move;
+            # the guess's CCD and two energies would cost more than they save
+            return x, None, None
         alpha, cs = self._feasible_step(x, dx)
         guess = x + alpha * dx
-        return guess if ip.value(guess, cs) < ip.value(x, cs) else x
+        e_guess, e_x = ip.value(guess, cs), ip.value(x, cs)
+        # cs was swept from x to x + alpha dx: it holds every pair within dhat of either
+        return (guess, cs, e_guess) if e_guess < e_x else (x, cs, e_x)
 
     def _kinematic_masks(self, pending):
         m = self.model
@@ -253,35 +262,38 @@ class Simulation:
             penalized[v] = True
         return fixed, penalized
 
-    def _newton(self, ip, x, fixed, budget):
+    def _newton(self, ip, x, fixed, budget, cs=None, energy=None):
         """Newton (exact Hessian, projected when indefinite) with CCD-filtered backtracking.
-        Returns (x, converged, iterations, smallest alpha, message)."""
+        cs (optional): a contact set holding every pair within dhat of x;
+        energy (optional): E(x).
+        Returns (x, converged, iterations, smallest alpha, message, contact set at x)."""
         p = self.params
         fixed_dof = np.repeat(fixed, 2)
-        cs = self._contact_set(x, x)
-        min_alpha, energy = 1.0, None
+        if cs is None:
+            cs = self._contact_set(x, x)
+        min_alpha = 1.0
         majorize = (np.zeros(len(ip.c.pair_friction), bool), np.zeros(len(ip.c.plane_friction), bool))
         project = False     # exact Hessian until it fails to be positive definite
         for it in range(budget + 1):
             g, dx, majorize, project = self._newton_direction(ip, x, cs, fixed_dof, majorize, project)
             if not np.all(np.isfinite(dx)):
-                return x, False, it, min_alpha, "linear solve produced non-finite values"
+                return x, False, it, min_alpha, "linear solve produced non-finite values", cs
             if np.abs(dx).max() / p.dt < p.newton_tol:
-                return x, True, it, min_alpha, ""
+                return x, True, it, min_alpha, "", cs
             if it == budget:
                 break
             alpha, cs = self._feasible_step(x, dx)
             with self.timers("line_search"):
                 alpha, trial, energy = self._backtrack(ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())))
             if alpha is None:
-                return x, False, it + 1, min_alpha, "line search failed to decrease the energy"
+                return x, False, it + 1, min_alpha, "line search failed to decrease the energy", cs
             # The energy at the accepted point is the next iteration's reference:
             # every candidate set contains all pairs within dhat of it.
             x, energy = x + alpha * dx, trial
             min_alpha = min(min_alpha, alpha)
         return x, False, budget, min_alpha, (
             f"Newton did not converge in {p.max_newton_iters} iterations "
-            f"(last |dx|/h = {np.abs(dx).max() / p.dt:.3g} m/s, tolerance {p.newton_tol:g})")
+            f"(last |dx|/h = {np.abs(dx).max() / p.dt:.3g} m/s, tolerance {p.newton_tol:g})"), cs
 
     def _newton_direction(self, ip, x, cs, fixed_dof, majorize, project):
         """Newton step: (g (2N,) it was solved with, dx (N,2), majorize, project).
@@ -371,13 +383,13 @@ class Simulation:
             alpha = min(alpha, ccd.half_plane_step(x[pts], dx[pts], m.plane_point[pl], m.plane_normal[pl]))
         return alpha
 
-    def _finish_step(self, x, x_prev, target, iters, converged, min_alpha, message, t_start):
+    def _finish_step(self, x, x_prev, target, iters, converged, min_alpha, message, t_start, cs):
         m, p = self.model, self.params
         self.v = (x - x_prev) / p.dt
         self.x = x
         self.time += p.dt
         self.step_index += 1
-        d_min, n_active = self._contact_summary(x)
+        d_min, n_active = self._contact_summary(x, cs)
         lag = float(np.linalg.norm(x[self.kin_vertices] - target[self.kin_vertices], axis=1).max()) \
             if len(self.kin_vertices) else 0.0
         if self.kappa_auto and d_min < 1e-2 * p.dhat:
@@ -392,11 +404,11 @@ class Simulation:
             warnings.warn(text, RuntimeWarning, stacklevel=2)
         return stats
 
-    def _contact_summary(self, x):
-        """Smallest contact distance and number of contacts closer than dhat."""
+    def _contact_summary(self, x, cs):
+        """Smallest contact distance and number of contacts closer than dhat;
+        keeps cs's point-edge stencils (all pairs within dhat of x) for the next step."""
         m, p = self.model, self.params
-        with self.timers("broad_phase"):
-            st = self._state_stencils = candidate_stencils(m, x, x, p.dhat)
+        st = self._state_stencils = cs.idx[~cs.pp]
         d = np.sqrt(distance_sq(x[st], point_edge_case(x[st]))) if len(st) else np.zeros(0)
         pts, pl = plane_pairs(m)
         dp = np.einsum("ni,ni->n", x[pts] - m.plane_point[pl], m.plane_normal[pl]) if len(pts) else np.zeros(0)

@@ -191,3 +191,14 @@ def test_half_plane_gradient_hessian_fd_and_psd():
         # here (b(d) is convex on (0, dhat)), so it must equal the FD Hessian.
         assert_close_rel(H, fd_jacobian(G, x.ravel(), h), 1e-5, "hp hess")
         assert np.linalg.eigvalsh(H).min() >= -1e-12 * np.abs(H).max()
+
+
+def test_fused_barrier_derivatives_match_the_separate_ones():
+    s = np.concatenate([[-1.0, 0.0, 1.0, 2.0], np.geomspace(1e-12, 0.999, 50)])
+    with np.errstate(divide="ignore"):
+        d1, d2 = barrier.barrier_d1_d2(s)
+        np.testing.assert_array_equal(np.isinf(d1), np.isinf(barrier.barrier_d1(s)))
+        finite = np.isfinite(d1)
+        np.testing.assert_allclose(d1[finite], barrier.barrier_d1(s)[finite], rtol=1e-12, atol=0)
+        np.testing.assert_allclose(d2, barrier.barrier_d2(s), rtol=1e-12, atol=0)
+    assert d1[0] == -np.inf and d2[0] == np.inf and d1[2] == d2[2] == d1[3] == 0.0

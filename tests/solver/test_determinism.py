@@ -109,7 +109,9 @@ def test_other_process_bit_identical(name, solver_path):
 
 
 def test_paths_agree_closely():
-    """The numpy and scipy paths solve the same systems: close, though not bit-identical."""
+    """The numpy (LU) and scipy (Cholesky) paths solve the same systems: they
+    round differently, so they agree to within what the Newton tolerance
+    leaves open (1e-2 m/s * h = 1e-4 m per step), not bit for bit."""
     a, b = _run("compressing-squares", "numpy"), _run("compressing-squares", "scipy")
     for x, y in zip(a.body_positions, b.body_positions):
-        assert np.abs(x - y).max() < 1e-6
+        assert np.abs(x - y).max() < 1e-3

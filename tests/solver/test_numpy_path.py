@@ -40,6 +40,8 @@ CHILD = textwrap.dedent("""
 
 
 def test_scipy_hidden_trajectory_equals_scipy_path(tmp_path):
+    """The scipy-hidden child runs the numpy path: bit for bit the trajectory
+    of linear_solver='numpy' here, and close to the scipy path's."""
     assert linalg.HAVE_SCIPY            # this process is the scipy reference
     script = tmp_path / "child.py"
     script.write_text(CHILD.format(n_seg=N_SEG, steps=STEPS))
@@ -53,17 +55,20 @@ def test_scipy_hidden_trajectory_equals_scipy_path(tmp_path):
     assert proc.returncode == 0, proc.stderr
     from dataclasses import replace
     scene = compressing_squares(N_SEG)
-    ref = simulate(replace(scene, params=replace(scene.params, linear_solver="scipy")), STEPS)
-    assert sum(s.active_contacts for s in ref.stats) > 0        # contact happens in the window
+    numpy_ref = simulate(replace(scene, params=replace(scene.params, linear_solver="numpy")), STEPS)
+    scipy_ref = simulate(replace(scene, params=replace(scene.params, linear_solver="scipy")), STEPS)
+    assert sum(s.active_contacts for s in scipy_ref.stats) > 0        # contact happens in the window
     data = np.load(out)
-    # Same Newton iterations on the same systems; only the direct solvers'
-    # round-off differs (measured: agreement to 1e-14 here).  1e-10 m leaves
-    # room for other BLAS builds and is 6 orders below what the Newton
-    # tolerance leaves undetermined (1e-2 m/s * h = 1e-4 m per step).
-    for i, body in enumerate(ref.body_positions):
+    for i, body in enumerate(numpy_ref.body_positions):
         np.testing.assert_allclose(data[f"arr_{i}"], body, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(data["ceiling"], ref.collider_positions[0], rtol=0, atol=1e-12)
-    assert json.loads(iters.read_text()) == [s.newton_iters for s in ref.stats]
+    assert json.loads(iters.read_text()) == [s.newton_iters for s in numpy_ref.stats]
+    # LU (numpy) and Cholesky (scipy) round differently, and discrete choices
+    # (a CCD branch, one Newton iteration more or less) can turn 1e-16 into
+    # a difference of the order of what the Newton tolerance leaves open
+    # (1e-2 m/s * h = 1e-4 m per step).  The two must stay that close.
+    for i, body in enumerate(scipy_ref.body_positions):
+        np.testing.assert_allclose(data[f"arr_{i}"], body, rtol=0, atol=1e-3)
+    np.testing.assert_allclose(data["ceiling"], scipy_ref.collider_positions[0], rtol=0, atol=1e-12)
 
 
 def test_pcg_fallback_reproduces_dense_trajectory(monkeypatch):
