@@ -8,7 +8,7 @@ of primitives.  The brute-force all-pairs version is kept as a test oracle.
 """
 import numpy as np
 
-BRUTE_FORCE_MAX = 4096   # point-edge box tests below which the dense test is used
+BRUTE_FORCE_MAX = 16384  # point-edge box tests up to which the dense test beats hashing
 
 
 def point_boxes(x0, x1, pad):
@@ -80,8 +80,17 @@ def candidates(plo, phi, elo, ehi, cell=None):
     return (key // len(elo)).astype(np.intp), (key % len(elo)).astype(np.intp)
 
 
+def overlap_matrix(plo, phi, elo, ehi):
+    """(P, E) bool: which point and edge boxes overlap (one axis at a time:
+    four flat comparisons are several times faster than one 3-D broadcast)."""
+    ok = plo[:, None, 0] <= ehi[None, :, 0]
+    ok &= elo[None, :, 0] <= phi[:, None, 0]
+    ok &= plo[:, None, 1] <= ehi[None, :, 1]
+    ok &= elo[None, :, 1] <= phi[:, None, 1]
+    return ok
+
+
 def candidates_brute_force(plo, phi, elo, ehi):
-    """O(P E) oracle for tests."""
-    ok = np.all((plo[:, None] <= ehi[None]) & (elo[None] <= phi[:, None]), axis=2)
-    pi, ei = np.nonzero(ok)
+    """All overlapping pairs by the dense O(P E) test (small scenes; test oracle)."""
+    pi, ei = np.nonzero(overlap_matrix(plo, phi, elo, ehi))
     return pi.astype(np.intp), ei.astype(np.intp)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import barrier
-from .broad_phase import candidates, edge_boxes, point_boxes
+from .broad_phase import candidates, edge_boxes, overlap_matrix, point_boxes
 from .distance import PP0, case_and_distance_sq, closest_point_parameter, distance_sq, point_edge_case
 from .friction import FrictionSet, tangent_weights
 
@@ -48,6 +48,11 @@ def candidate_stencils(model, x0, x1, pad):
     pts, edges = model.points, model.edges
     plo, phi = point_boxes(x0[pts], x1[pts], pad)
     elo, ehi = edge_boxes(x0, x1, edges)
+    eligible = model.pair_eligible
+    if eligible is not None:
+        # small scene: dense box test with the eligibility of every pair precomputed
+        pi, ei = np.nonzero(overlap_matrix(plo, phi, elo, ehi) & eligible)
+        return np.column_stack([pts[pi], edges[ei]])
     pi, ei = candidates(plo, phi, elo, ehi)
     p, e = pts[pi], edges[ei]
     keep = model.may_contact(p, e[:, 0], e[:, 1])

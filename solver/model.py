@@ -6,11 +6,13 @@ body), then collider vertices.  Contact primitives are boundary vertices
 ("points") and boundary edges of bodies plus all collider vertices/edges.
 """
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Tuple
 
 import numpy as np
 
 from . import elasticity, mesh
+from .broad_phase import BRUTE_FORCE_MAX
 from .errors import SolverInputError
 from .validate import check_scene
 
@@ -79,6 +81,17 @@ class Model:
     @property
     def n(self):
         return len(self.rest)
+
+    @cached_property
+    def pair_eligible(self):
+        """(P, E) bool may_contact of every point-edge pair when the scene is
+        small enough for the dense broad phase (P E <= BRUTE_FORCE_MAX), else None."""
+        P, E = len(self.points), len(self.edges)
+        if P * E > BRUTE_FORCE_MAX:
+            return None
+        p = np.repeat(self.points, E)
+        e = np.tile(self.edges, (P, 1))
+        return self.may_contact(p, e[:, 0], e[:, 1]).reshape(P, E)
 
     def may_contact(self, p, e0, e1):
         """(n,) bool: which point-edge pairs are eligible for contact.

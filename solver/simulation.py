@@ -28,7 +28,7 @@ PENALTY_GROWTH = 10.0
 PENALTY_ROUNDS = 4
 ARMIJO = 1e-4
 MIN_ALPHA = 1e-12
-GUESS_MIN_MOVE = 0.5     # try the inertial initial guess only for moves above this * dhat
+GUESS_MIN_MOVE = 2.0     # try the inertial initial guess only for moves above this * dhat
 
 
 @dataclass(frozen=True)

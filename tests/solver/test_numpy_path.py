@@ -27,48 +27,57 @@ CHILD = textwrap.dedent("""
                 raise ImportError("scipy hidden by the test")
             return None
 
-    sys.meta_path.insert(0, BlockScipy())
+    if {hide}:
+        sys.meta_path.insert(0, BlockScipy())
+    from dataclasses import replace
     import numpy as np
     from solver import linalg, simulate
     from solver.examples import compressing_squares
-    assert not linalg.HAVE_SCIPY
-    assert not any(m == "scipy" or m.startswith("scipy.") for m in sys.modules)
-    traj = simulate(compressing_squares({n_seg}), {steps})    # linear_solver='auto' -> numpy
+    assert linalg.HAVE_SCIPY != {hide}
+    assert {hide} != any(m == "scipy" or m.startswith("scipy.") for m in sys.modules)
+    scene = compressing_squares({n_seg})
+    scene = replace(scene, params=replace(scene.params, linear_solver={solver!r}))
+    traj = simulate(scene, {steps})
     np.savez(sys.argv[1], *traj.body_positions, ceiling=traj.collider_positions[0])
     json.dump([s.newton_iters for s in traj.stats], open(sys.argv[2], "w"))
 """)
 
 
-def test_scipy_hidden_trajectory_equals_scipy_path(tmp_path):
-    """The scipy-hidden child runs the numpy path: bit for bit the trajectory
-    of linear_solver='numpy' here, and close to the scipy path's."""
-    assert linalg.HAVE_SCIPY            # this process is the scipy reference
-    script = tmp_path / "child.py"
-    script.write_text(CHILD.format(n_seg=N_SEG, steps=STEPS))
-    out, iters = tmp_path / "traj.npz", tmp_path / "iters.json"
-    # One BLAS thread: the numpy path's many tiny dense Cholesky solves are
-    # ~40x slower with OpenBLAS threading on 2 cores (tests/stress/FINDINGS.md P1).
+def _child_run(tmp_path, tag, hide, solver):
+    """Trajectory and Newton iterations from a fresh interpreter with one BLAS
+    thread (a multi-threaded LU rounds differently, and the numpy path's many
+    tiny dense solves are ~40x slower threaded: tests/stress/FINDINGS.md P1)."""
+    script = tmp_path / f"{tag}.py"
+    script.write_text(CHILD.format(n_seg=N_SEG, steps=STEPS, hide=hide, solver=solver))
+    out, iters = tmp_path / f"{tag}.npz", tmp_path / f"{tag}.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, str(script), str(out), str(iters)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+    return np.load(out), json.loads(iters.read_text())
+
+
+def test_scipy_hidden_trajectory_equals_scipy_path(tmp_path):
+    """With scipy hidden the solver runs the numpy path: the same trajectory
+    as linear_solver='numpy' with scipy present, and close to the scipy path's."""
+    assert linalg.HAVE_SCIPY            # this process is the scipy reference
+    hidden, hidden_iters = _child_run(tmp_path, "child_hidden", True, "auto")
+    numpy_ref, numpy_iters = _child_run(tmp_path, "child_numpy", False, "numpy")
+    for key in numpy_ref.files:
+        np.testing.assert_allclose(hidden[key], numpy_ref[key], rtol=0, atol=1e-10)
+    assert hidden_iters == numpy_iters
     from dataclasses import replace
     scene = compressing_squares(N_SEG)
-    numpy_ref = simulate(replace(scene, params=replace(scene.params, linear_solver="numpy")), STEPS)
     scipy_ref = simulate(replace(scene, params=replace(scene.params, linear_solver="scipy")), STEPS)
     assert sum(s.active_contacts for s in scipy_ref.stats) > 0        # contact happens in the window
-    data = np.load(out)
-    for i, body in enumerate(numpy_ref.body_positions):
-        np.testing.assert_allclose(data[f"arr_{i}"], body, rtol=0, atol=1e-10)
-    assert json.loads(iters.read_text()) == [s.newton_iters for s in numpy_ref.stats]
     # LU (numpy) and Cholesky (scipy) round differently, and discrete choices
     # (a CCD branch, one Newton iteration more or less) can turn 1e-16 into
     # a difference of the order of what the Newton tolerance leaves open
     # (1e-2 m/s * h = 1e-4 m per step).  The two must stay that close.
     for i, body in enumerate(scipy_ref.body_positions):
-        np.testing.assert_allclose(data[f"arr_{i}"], body, rtol=0, atol=1e-3)
-    np.testing.assert_allclose(data["ceiling"], scipy_ref.collider_positions[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(hidden[f"arr_{i}"], body, rtol=0, atol=1e-3)
+    np.testing.assert_allclose(hidden["ceiling"], scipy_ref.collider_positions[0], rtol=0, atol=1e-12)
 
 
 def test_pcg_fallback_reproduces_dense_trajectory(monkeypatch):
