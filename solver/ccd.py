@@ -167,6 +167,11 @@ def inversion_step(x, dx, tris, eta=0.1, t_max=1.0):
     c2 = da[:, 0] * db[:, 1] - da[:, 1] * db[:, 0]
     # roots of c2 t^2 + c1 t + (1 - eta) c0 = 0; smallest positive one
     c = (1.0 - eta) * c0
+    # det(t) - eta det(0) >= c - |c1| t - |c2| t^2 > 0 on [0, t_max] clears a triangle
+    risky = np.abs(c1) * t_max + np.abs(c2) * t_max * t_max >= c
+    if not risky.any():
+        return t_max
+    c0, c1, c2, c = c0[risky], c1[risky], c2[risky], c[risky]
     roots = np.full(len(c0), np.inf)
     lin = np.abs(c2) <= 1e-14 * (np.abs(c1) + np.abs(c0))
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -107,8 +107,7 @@ def pair_friction(model, cs, x, dhat):
 
 def plane_pairs(model):
     """All (body boundary vertex, plane) combinations: (pts (n,), plane ids (n,))."""
-    H = len(model.plane_point)
-    return np.repeat(model.hp_points, H), np.tile(np.arange(H), len(model.hp_points))
+    return model.plane_pairs
 
 
 def plane_friction(model, x, kappa, dhat):

@@ -25,9 +25,12 @@ clamps the scalar coefficient at zero (needed only for mu_s > mu_k in the
 blend zone and for the negative duplicate terms of the convergent formulation).
 """
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
+
+from .linalg import block_pattern, stencil_dofs
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,16 @@ class FrictionSet:
 
     def __len__(self):
         return len(self.mu_lambda)
+
+    @cached_property
+    def dofs(self):
+        """(n, 2k) global DOF indices of the stencils (fixed for the step)."""
+        return stencil_dofs(self.idx)
+
+    @cached_property
+    def pattern(self):
+        """COO (rows, cols) of the (2k x 2k) Hessian blocks (fixed for the step)."""
+        return block_pattern(self.idx)
 
     @property
     def static(self):
@@ -77,7 +90,7 @@ def tangent_weights(gamma, tangent):
 
 def _slip(fs, dx):
     """Tangential relative displacement u (n,) for displacements dx (N,2)."""
-    return np.einsum("ni,ni->n", fs.w, dx[fs.idx].reshape(len(fs.idx), -1))
+    return np.einsum("ni,ni->n", fs.w, dx.reshape(-1)[fs.dofs])
 
 
 def _phi(y, a, b, eps):

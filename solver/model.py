@@ -83,6 +83,12 @@ class Model:
         return len(self.rest)
 
     @cached_property
+    def plane_pairs(self):
+        """All (body boundary vertex, plane) combinations: (pts (n,), plane ids (n,))."""
+        H = len(self.plane_point)
+        return np.repeat(self.hp_points, H), np.tile(np.arange(H), len(self.hp_points))
+
+    @cached_property
     def pair_eligible(self):
         """(P, E) bool may_contact of every point-edge pair when the scene is
         small enough for the dense broad phase (P E <= BRUTE_FORCE_MAX), else None."""

@@ -110,8 +110,8 @@ class IncrementalPotential:
             for fs, mm in zip((c.pair_friction, c.plane_friction), majorize):
                 if len(fs):
                     g, H = friction.gradient_hessian(fs, disp, c.eps, project, mm)
-                    T.add_gradient(fs.idx, h2 * g)
-                    T.add_blocks(fs.idx, h2 * H)
+                    T.add_gradient_at(fs.dofs.ravel(), h2 * g)
+                    T.add_pattern(*fs.pattern, h2 * H)
         return T
 
     def slip_reversals(self, x, dx):
