@@ -3,6 +3,7 @@
     python3 bench/run.py [S1 S2 S3 S4 ...] [--quick] [--steps N] [--json out.json]
     python3 bench/run.py S1 S4:60          # NAME:STEPS overrides one scene's step count
     python3 bench/run.py --profile S2 [--steps N]
+    python3 bench/run.py S1 S2 --repeat 5  # each scene 5 times: the median run is reported
 
 Scenes (names accepted on the command line; ``S3`` means both of its sizes):
 
@@ -145,8 +146,6 @@ def run_scene(name, steps, progress=True, use_tracemalloc=False):
     stages = sim.timers.report(wall)
     solves = int(sim.timers.calls.get("linear_solve", 0))
     non_solve = wall - stages["linear_solve"]
-    # optional counters of a stateful linear solver, when the solver has one
-    ls = getattr(sim, "linear_solver", None)
     return dict(
         scene=name, what=SCENES[name].what, vertices=int(sim.model.n), body_vertices=n_body,
         triangles=n_tris, steps=steps, wall_s=wall, cpu_s=cpu, s_per_step=wall / steps,
@@ -165,7 +164,6 @@ def run_scene(name, steps, progress=True, use_tracemalloc=False):
         first_failure=next((f"step {s.step}: {s.message}" for s in stats if not s.converged), None),
         max_active_contacts=max(s.active_contacts for s in stats),
         min_distance=min(s.min_distance for s in stats),
-        factorizations=getattr(ls, "factorizations", None), cg_solves=getattr(ls, "cg_solves", None),
         loadavg_before=load0, loadavg_after=os.getloadavg(),
     )
 
@@ -259,9 +257,11 @@ def report(results, tracemalloc_used=False):
     for r in results:
         extra.append(f"- {r['scene']} ({r['what']}): {r['body_vertices']} body vertices, "
                      f"{r['triangles']} triangles, max {r['max_active_contacts']} active contacts, "
-                     f"min distance {r['min_distance']:.3g} m, factorizations {r['factorizations']}, "
-                     f"CG reuse solves {r['cg_solves']}, load average "
+                     f"min distance {r['min_distance']:.3g} m, load average "
                      f"{r['loadavg_before'][0]:.2f} -> {r['loadavg_after'][0]:.2f}"
+                     + (f"; median of {len(r['repeat_wall_s'])} runs, wall s "
+                        + ", ".join(f"{w:.2f}" for w in r["repeat_wall_s"])
+                        if len(r.get("repeat_wall_s", ())) > 1 else "")
                      + (f"; first non-converged {r['first_failure']}" if r.get("first_failure") else ""))
     print("\n## Details\n")
     print("\n".join(extra))
@@ -298,12 +298,17 @@ def parse_args(argv):
                     help="peak memory from tracemalloc (numpy buffers included; slows the run)")
     ap.add_argument("--report", nargs="+", metavar="JSON",
                     help="print the tables from JSON files written by --json (results concatenated)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run each scene N times (fresh processes) and report the run with the "
+                         "median wall time; all wall times go to the details (shared machines are noisy)")
     ap.add_argument("--no-progress", action="store_true", help="no per-step lines on stderr")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.steps is not None and args.steps < 1:
         ap.error("--steps must be >= 1")
+    if args.repeat < 1:
+        ap.error("--repeat must be >= 1")
     return args
 
 
@@ -341,7 +346,11 @@ def main(argv=None):
           f"load average {os.getloadavg()[0]:.2f}\n")
     results = []
     for name, override in names:
-        results.append(run_in_child(name, steps_for(name, args, override), progress, args.tracemalloc))
+        runs = sorted((run_in_child(name, steps_for(name, args, override), progress, args.tracemalloc)
+                       for _ in range(args.repeat)), key=lambda r: r["wall_s"])
+        median = runs[(len(runs) - 1) // 2]
+        median["repeat_wall_s"] = [r["wall_s"] for r in runs]
+        results.append(median)
         if args.json:   # rewritten after every scene: an interrupted run keeps what it finished
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)

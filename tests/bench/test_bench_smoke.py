@@ -75,3 +75,17 @@ def test_bench_rejects_unknown_scene():
                           text=True, timeout=60)
     assert proc.returncode != 0
     assert "unknown scene" in proc.stderr and "S9" in proc.stderr
+
+
+def test_bench_repeat_reports_the_median_run(tmp_path):
+    out_json = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, BENCH, "S1", "--steps", "2", "--repeat", "3", "--no-progress",
+                           "--json", str(out_json)], capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    (r,) = json.loads(out_json.read_text())
+    walls = r["repeat_wall_s"]
+    assert len(walls) == 3 and walls == sorted(walls) and r["wall_s"] == walls[1]
+    assert "median of 3 runs" in proc.stdout
+    bad = subprocess.run([sys.executable, BENCH, "S1", "--repeat", "0"], capture_output=True, text=True,
+                         timeout=60, cwd=str(tmp_path))
+    assert bad.returncode != 0 and "--repeat" in bad.stderr
