@@ -307,9 +307,9 @@ class Simulation:
         (a pile's Hessian stays indefinite and each failed try costs a
         factorization).
         Friction contacts whose slip the step would reverse are switched to
-        their majorizing curvature (kept for the rest of this solve) and the
-        step is solved again: the exact friction Hessian is blind to the kink
-        at zero slip and sends such contacts back and forth.
+        their majorizing curvature for the rest of this Newton solve: the
+        exact friction Hessian is blind to the kink at zero slip and sends
+        such contacts back and forth.
         """
         p = self.params
         while True:
@@ -328,10 +328,11 @@ class Simulation:
             if not np.all(np.isfinite(dx)):
                 return g, dx.reshape(-1, 2), majorize, project
             dx = dx.reshape(-1, 2)
+            # contacts this step sends across zero slip are majorized from the
+            # next iteration on (re-solving at once cost more on piles, where
+            # the factorization dominates, than the iterations it saved)
             flips = ip.slip_reversals(x, dx)
-            if not any((f & ~m).any() for f, m in zip(flips, majorize)):
-                return g, dx, majorize, project
-            majorize = tuple(m | f for m, f in zip(majorize, flips))
+            return g, dx, tuple(m | f for m, f in zip(majorize, flips)), project
 
     @staticmethod
     def _backtrack(ip, x, dx, alpha, cs, energy, slope):

