@@ -4,6 +4,7 @@
     python3 bench/run.py S1 S4:60          # NAME:STEPS overrides one scene's step count
     python3 bench/run.py --profile S2 [--steps N]
     python3 bench/run.py S1 S2 --repeat 5  # each scene 5 times: the median run is reported
+    python3 bench/run.py S1 S2 --linear-solver numpy   # the numpy-only path (stock Blender)
 
 Scenes (names accepted on the command line; ``S3`` means both of its sizes):
 
@@ -107,13 +108,13 @@ def _maxrss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run_scene(name, steps, progress=True, use_tracemalloc=False):
+def run_scene(name, steps, progress=True, use_tracemalloc=False, linear_solver="auto"):
     """Step one scene; returns a JSON-able dict of measurements."""
     from dataclasses import replace
     from solver.simulation import Simulation
     scene = build_scene(name)
     # non-strict: a step that does not converge is counted (and reported), not fatal
-    scene = replace(scene, params=replace(scene.params, strict=False))
+    scene = replace(scene, params=replace(scene.params, strict=False, linear_solver=linear_solver))
     sim = Simulation(scene)
     n_body = int(sum(len(b.vertices) for b in scene.bodies))
     n_tris = int(sum(len(b.triangles) for b in scene.bodies))
@@ -147,7 +148,7 @@ def run_scene(name, steps, progress=True, use_tracemalloc=False):
     solves = int(sim.timers.calls.get("linear_solve", 0))
     non_solve = wall - stages["linear_solve"]
     return dict(
-        scene=name, what=SCENES[name].what, vertices=int(sim.model.n), body_vertices=n_body,
+        scene=name if linear_solver == "auto" else f"{name} ({linear_solver})", what=SCENES[name].what, vertices=int(sim.model.n), body_vertices=n_body,
         triangles=n_tris, steps=steps, wall_s=wall, cpu_s=cpu, s_per_step=wall / steps,
         newton_mean=statistics.fmean(iters), newton_median=statistics.median(iters),
         newton_max=max(iters), newton_total=sum(iters), linear_solves=solves,
@@ -168,12 +169,12 @@ def run_scene(name, steps, progress=True, use_tracemalloc=False):
     )
 
 
-def run_in_child(name, steps, progress, use_tracemalloc):
+def run_in_child(name, steps, progress, use_tracemalloc, linear_solver="auto"):
     """Run one scene in a fresh interpreter (own peak RSS, own imports)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "result.json")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--steps", str(steps),
-               "--child-out", out]
+               "--child-out", out, "--linear-solver", linear_solver]
         if not progress:
             cmd.append("--no-progress")
         if use_tracemalloc:
@@ -218,7 +219,7 @@ def markdown(header, rows):
 
 
 def scaling_lines(results):
-    by = {r["scene"]: r for r in results}
+    by = {r["scene"].split(" (")[0]: r for r in results}
     out = []
     a, b = by.get("S3-32"), by.get("S3-64")
     if a and b:
@@ -231,12 +232,12 @@ def scaling_lines(results):
         r = by.get(name)
         if r and r["nonsolve_over_solve"] is not None:
             q = r["nonsolve_over_solve"]
-            out.append(f"- non-solve time / solve time at {name}: {q:.2f} (target <= 1): "
+            out.append(f"- non-solve time / solve time at {r['scene']}: {q:.2f} (target <= 1): "
                        f"{'holds' if q <= 1 else 'MISSED'}")
     for name, limit in (("S1", 1.0), ("S2", 2.5)):
         r = by.get(name)
         if r and r["steps"] == SCENES[name].steps:
-            out.append(f"- {name} total {r['wall_s']:.2f} s (target <= {limit} s): "
+            out.append(f"- {r['scene']} total {r['wall_s']:.2f} s (target <= {limit} s): "
                        f"{'holds' if r['wall_s'] <= limit else 'MISSED'}")
     return out
 
@@ -301,6 +302,8 @@ def parse_args(argv):
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="run each scene N times (fresh processes) and report the run with the "
                          "median wall time; all wall times go to the details (shared machines are noisy)")
+    ap.add_argument("--linear-solver", choices=("auto", "scipy", "numpy"), default="auto",
+                    help="linear solver of the scenes ('numpy' = what stock Blender without scipy runs)")
     ap.add_argument("--no-progress", action="store_true", help="no per-step lines on stderr")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
@@ -325,7 +328,7 @@ def main(argv=None):
     args = parse_args(argv)
     progress = not args.no_progress
     if args.child:
-        r = run_scene(args.child, args.steps, progress, args.tracemalloc)
+        r = run_scene(args.child, args.steps, progress, args.tracemalloc, args.linear_solver)
         with open(args.child_out, "w") as f:
             json.dump(r, f)
         return 0
@@ -346,7 +349,8 @@ def main(argv=None):
           f"load average {os.getloadavg()[0]:.2f}\n")
     results = []
     for name, override in names:
-        runs = sorted((run_in_child(name, steps_for(name, args, override), progress, args.tracemalloc)
+        runs = sorted((run_in_child(name, steps_for(name, args, override), progress, args.tracemalloc,
+                                    args.linear_solver)
                        for _ in range(args.repeat)), key=lambda r: r["wall_s"])
         median = runs[(len(runs) - 1) // 2]
         median["repeat_wall_s"] = [r["wall_s"] for r in runs]
