@@ -55,7 +55,10 @@ _BLOCK_INDEX = {}   # k -> (row pick, col pick) of a (2k x 2k) block, row-major
 def block_pattern(idx):
     """COO (rows, cols) of the local blocks of vertex stencils idx (n, k),
     each (n * 4k^2,), in the row-major order of H (n, 2k, 2k)."""
-    dofs = stencil_dofs(idx)
+    return _dof_block_pattern(stencil_dofs(idx))
+
+
+def _dof_block_pattern(dofs):
     k2 = dofs.shape[1]
     if k2 not in _BLOCK_INDEX:
         _BLOCK_INDEX[k2] = (np.repeat(np.arange(k2), k2), np.tile(np.arange(k2), k2))
@@ -87,6 +90,15 @@ class Triplets:
         self.rows.append(dofs)
         self.cols.append(dofs)
         self.vals.append(vals)
+
+    def add_stencils(self, idx, g, H):
+        """Scatter gradients g (n, 2k) and Hessians H (n, 2k, 2k) of vertex
+        stencils idx (n, k), sharing their DOF indices."""
+        if len(idx) == 0:
+            return
+        dofs = stencil_dofs(idx)
+        self.add_gradient_at(dofs.ravel(), g)
+        self.add_pattern(*_dof_block_pattern(dofs), H)
 
     def add_gradient(self, idx, g):
         """Scatter local gradients g (n, 2k) of vertex stencils idx (n, k)."""

@@ -129,11 +129,12 @@ class IncrementalPotential:
             X = cs.gather(x)
             case, d2 = cs.cases_and_distance_sq(X)
             act = d2 < c.dhat * c.dhat
-            if act.any():
-                X, case, coef, idx = X[act], case[act], cs.coef[act], cs.idx[act]
-                g, H = barrier.pe_gradient_hessian(X, case, coef, c.dhat, project)
-                T.add_gradient(idx, h2 * g)
-                T.add_blocks(idx, h2 * H)
+            if act.all():
+                g, H = barrier.pe_gradient_hessian(X, case, cs.coef, c.dhat, project)
+                T.add_stencils(cs.idx, h2 * g, h2 * H)
+            elif act.any():
+                g, H = barrier.pe_gradient_hessian(X[act], case[act], cs.coef[act], c.dhat, project)
+                T.add_stencils(cs.idx[act], h2 * g, h2 * H)
         # half-planes
         if len(self.hp_pts):
             xp = x[self.hp_pts]
@@ -142,6 +143,4 @@ class IncrementalPotential:
             if act.any():
                 g, H = barrier.hp_gradient_hessian(xp[act], self.hp_point[act], self.hp_normal[act],
                                                    self.hp_coef[act], c.dhat)
-                idx = self.hp_pts[act][:, None]
-                T.add_gradient(idx, h2 * g)
-                T.add_blocks(idx, h2 * H)
+                T.add_stencils(self.hp_pts[act][:, None], h2 * g, h2 * H)

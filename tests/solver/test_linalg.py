@@ -195,3 +195,19 @@ def test_numpy_paths_detect_indefinite(monkeypatch):
     monkeypatch.setattr(linalg, "DENSE_LIMIT", 4)       # PCG branch
     with pytest.raises(linalg.NotPositiveDefinite):
         linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
+
+
+def test_add_stencils_equals_separate_gradient_and_blocks():
+    rng = np.random.default_rng(11)
+    idx = rng.integers(0, 7, size=(5, 3))
+    g = rng.normal(size=(5, 6))
+    H = rng.normal(size=(5, 6, 6))
+    a, b = linalg.Triplets(14), linalg.Triplets(14)
+    a.add_stencils(idx, g, H)
+    b.add_gradient(idx, g)
+    b.add_blocks(idx, H)
+    assert np.array_equal(a.grad, b.grad)
+    for x, y in zip(a.arrays(), b.arrays()):
+        assert np.array_equal(x, y)
+    a.add_stencils(np.zeros((0, 3), int), np.zeros((0, 6)), np.zeros((0, 6, 6)))
+    assert len(a.arrays()[0]) == len(b.arrays()[0])
