@@ -1,4 +1,5 @@
-"""Time stepping: projected Newton on the incremental potential with a
+"""Time stepping: Newton (exact Hessian while positive definite, PSD-projected
+otherwise) on the incremental potential with a
 CCD-filtered backtracking line search, prescribed (kinematic) vertices
 snapped to their targets whenever that move is collision-free and otherwise
 driven by a penalty whose stiffness grows until they arrive.
