@@ -3,14 +3,18 @@ and the linear solve.
 
 With scipy: dense Cholesky for tiny systems, banded Cholesky in a reverse
 Cuthill-McKee order while the band stays narrow (meshes of a few shapes),
-sparse LU (SuperLU) beyond.  numpy only (stock Blender): dense Cholesky test
-+ LU up to DENSE_LIMIT DOFs, Jacobi-preconditioned CG beyond.
+sparse LU (SuperLU) beyond.  numpy only (stock Blender): the same band order
+and a block-tridiagonal Cholesky (solver/banded.py) while the band is narrow,
+else a dense Cholesky test + LU up to DENSE_LIMIT DOFs, Jacobi-preconditioned
+CG beyond.
 
 ``solve(..., require_pd=True)`` raises :class:`NotPositiveDefinite` when the
 factorization (or CG) finds the matrix is not positive definite: Newton uses
 it to try the exact Hessian first and fall back to the projected one.
 """
 import numpy as np
+
+from .banded import NotPositiveDefiniteBlock, block_tridiagonal_cholesky_solve, reverse_cuthill_mckee
 
 try:  # scipy is optional: stock Blender ships numpy only
     import scipy.linalg.lapack as _lapack
@@ -25,6 +29,7 @@ except ImportError:  # pragma: no cover - exercised by hiding scipy in tests
 DENSE_LIMIT = 3000      # numpy path: dense solve up to this many DOFs
 TINY_DENSE = 128        # scipy path: dense Cholesky up to this many DOFs
 BAND_FLOPS = 3e7        # scipy path: banded Cholesky while n * band^2 stays below this
+NUMPY_BAND_FLOPS = 1e9  # numpy path: block-tridiagonal Cholesky while n * band^2 stays below this
 REORDER_GROWTH = 1.25   # recompute the band ordering when the band grows by this factor
 
 
@@ -134,21 +139,26 @@ class BandOrdering:
         self.inv = None       # (n,) position of each DOF in the ordering
         self.band = 0         # bandwidth when the ordering was computed
 
-    def band_of(self, rows, cols, n):
-        """(permuted rows, permuted cols, bandwidth) under the current ordering."""
+    def band_of(self, rows, cols, n, numpy_only=False):
+        """(permuted rows, permuted cols, bandwidth) under the current ordering.
+        numpy_only: order with solver.banded's RCM instead of scipy's (the
+        numpy path then gives the same bits whether or not scipy is installed)."""
         if self.inv is None or len(self.inv) != n:
-            self._reorder(rows, cols, n)
+            self._reorder(rows, cols, n, numpy_only)
         pr, pc = self.inv[rows], self.inv[cols]
         band = int(np.abs(pr - pc).max()) if len(pr) else 0
         if band > REORDER_GROWTH * self.band + 2:
-            self._reorder(rows, cols, n)
+            self._reorder(rows, cols, n, numpy_only)
             pr, pc = self.inv[rows], self.inv[cols]
             band = int(np.abs(pr - pc).max())
         return pr, pc, band
 
-    def _reorder(self, rows, cols, n):
-        graph = _sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
-        self.perm = _rcm(graph, symmetric_mode=True).astype(np.intp)
+    def _reorder(self, rows, cols, n, numpy_only):
+        if numpy_only:
+            self.perm = reverse_cuthill_mckee(rows, cols, n)
+        else:
+            graph = _sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+            self.perm = _rcm(graph, symmetric_mode=True).astype(np.intp)
         self.inv = np.empty(n, np.intp)
         self.inv[self.perm] = np.arange(n)
         self.band = int(np.abs(self.inv[rows] - self.inv[cols]).max()) if len(rows) else 0
@@ -169,6 +179,22 @@ def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None)
         if not HAVE_SCIPY:
             raise ImportError("linear_solver='scipy' requested but scipy is not importable")
         return _solve_scipy(rows, cols, vals, rhs, require_pd, ordering or BandOrdering())
+    return _solve_numpy(rows, cols, vals, rhs, require_pd, ordering or BandOrdering())
+
+
+def _solve_numpy(rows, cols, vals, rhs, require_pd, ordering):
+    """numpy only: dense for tiny systems, block-tridiagonal Cholesky in band
+    order while the band is narrow, dense up to DENSE_LIMIT, else PCG."""
+    n = len(rhs)
+    if n > TINY_DENSE:
+        pr, pc, band = ordering.band_of(rows, cols, n, numpy_only=True)
+        if band <= n // 4 and n * (band + 1) ** 2 <= NUMPY_BAND_FLOPS:
+            try:
+                y = block_tridiagonal_cholesky_solve(pr, pc, vals, rhs[ordering.perm], band)
+                return y[ordering.inv]
+            except NotPositiveDefiniteBlock:
+                if require_pd:
+                    raise NotPositiveDefinite("banded Cholesky failed") from None
     if n <= DENSE_LIMIT:
         A = _dense(rows, cols, vals, n)
         if require_pd:

@@ -211,3 +211,24 @@ def test_add_stencils_equals_separate_gradient_and_blocks():
         assert np.array_equal(x, y)
     a.add_stencils(np.zeros((0, 3), int), np.zeros((0, 6)), np.zeros((0, 6, 6)))
     assert len(a.arrays()[0]) == len(b.arrays()[0])
+
+
+def test_numpy_banded_path_solves_and_detects_indefinite(monkeypatch):
+    """Above TINY_DENSE the numpy path orders the system into a band (with its
+    own reverse Cuthill-McKee) and uses the block Cholesky."""
+    rng = np.random.default_rng(12)
+    rows, cols, vals, A = banded_spd_coo(rng, 400, 5)
+    b = rng.normal(size=400)
+    calls = []
+    real = linalg.block_tridiagonal_cholesky_solve
+    monkeypatch.setattr(linalg, "block_tridiagonal_cholesky_solve", lambda *a: calls.append(1) or real(*a))
+    x = linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
+    assert calls and np.allclose(A @ x, b, rtol=0, atol=1e-9 * np.abs(b).max())
+    vals = vals.copy()
+    vals[int(np.flatnonzero(rows == cols)[7])] *= -1.0
+    with pytest.raises(linalg.NotPositiveDefinite):
+        linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
+    A2 = np.zeros_like(A)
+    np.add.at(A2, (rows, cols), vals)
+    x = linalg.solve(rows, cols, vals, b, "numpy")             # falls back to the dense LU
+    assert np.allclose(A2 @ x, b, rtol=0, atol=1e-8 * np.abs(b).max())

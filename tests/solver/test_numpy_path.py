@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from solver import linalg, simulate
 from solver.examples import compressing_squares
@@ -43,12 +44,12 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _child_run(tmp_path, tag, hide, solver):
+def _child_run(tmp_path, tag, hide, solver, n_seg=N_SEG):
     """Trajectory and Newton iterations from a fresh interpreter with one BLAS
     thread (a multi-threaded LU rounds differently, and the numpy path's many
     tiny dense solves are ~40x slower threaded: tests/stress/FINDINGS.md P1)."""
     script = tmp_path / f"{tag}.py"
-    script.write_text(CHILD.format(n_seg=N_SEG, steps=STEPS, hide=hide, solver=solver))
+    script.write_text(CHILD.format(n_seg=n_seg, steps=STEPS, hide=hide, solver=solver))
     out, iters = tmp_path / f"{tag}.npz", tmp_path / f"{tag}.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -58,17 +59,18 @@ def _child_run(tmp_path, tag, hide, solver):
     return np.load(out), json.loads(iters.read_text())
 
 
-def test_scipy_hidden_trajectory_equals_scipy_path(tmp_path):
+@pytest.mark.parametrize("n_seg", [N_SEG, 8])   # 104 DOFs: dense; 328 DOFs: banded Cholesky
+def test_scipy_hidden_trajectory_equals_scipy_path(tmp_path, n_seg):
     """With scipy hidden the solver runs the numpy path: the same trajectory
     as linear_solver='numpy' with scipy present, and close to the scipy path's."""
     assert linalg.HAVE_SCIPY            # this process is the scipy reference
-    hidden, hidden_iters = _child_run(tmp_path, "child_hidden", True, "auto")
-    numpy_ref, numpy_iters = _child_run(tmp_path, "child_numpy", False, "numpy")
+    hidden, hidden_iters = _child_run(tmp_path, "child_hidden", True, "auto", n_seg)
+    numpy_ref, numpy_iters = _child_run(tmp_path, "child_numpy", False, "numpy", n_seg)
     for key in numpy_ref.files:
         np.testing.assert_allclose(hidden[key], numpy_ref[key], rtol=0, atol=1e-10)
     assert hidden_iters == numpy_iters
     from dataclasses import replace
-    scene = compressing_squares(N_SEG)
+    scene = compressing_squares(n_seg)
     scipy_ref = simulate(replace(scene, params=replace(scene.params, linear_solver="scipy")), STEPS)
     assert sum(s.active_contacts for s in scipy_ref.stats) > 0        # contact happens in the window
     # LU (numpy) and Cholesky (scipy) round differently, and discrete choices
