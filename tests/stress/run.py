@@ -184,7 +184,7 @@ def save_case(ss, path, note=""):
 # ----------------------------------------------------------------- driver
 
 def _worker(args):
-    index, budget, verbose = args
+    index, budget, verbose, linear_solver = args
     if isinstance(index, str):
         ss = load_case(index)
     else:
@@ -192,12 +192,16 @@ def _worker(args):
             ss = make_scene(index)
         except Exception as exc:  # noqa: BLE001 -- generator failure: report, don't crash the run
             return Result(index, "?", 0, failure="generator", detail=_exc_text(exc))
+    if linear_solver is not None:
+        from dataclasses import replace
+        ss = replace(ss, scene=replace(ss.scene, params=replace(ss.scene.params, linear_solver=linear_solver)))
     return run_scene(ss, budget, verbose)
 
 
-def run_many(items, jobs=1, budget=DEFAULT_BUDGET, verbose=False, progress=None):
-    """Run scene indices / case paths; returns Results in input order."""
-    tasks = [(it, budget, verbose) for it in items]
+def run_many(items, jobs=1, budget=DEFAULT_BUDGET, verbose=False, progress=None, linear_solver=None):
+    """Run scene indices / case paths; returns Results in input order.
+    linear_solver: override every scene's params.linear_solver ('numpy': stock Blender)."""
+    tasks = [(it, budget, verbose, linear_solver) for it in items]
     results = []
     if jobs > 1:
         import multiprocessing as mp
@@ -267,6 +271,8 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="wall-clock seconds per scene")
     ap.add_argument("--json", help="write per-scene results to this file")
     ap.add_argument("--save-failures", metavar="DIR", help="write each failing generated scene as JSON here")
+    ap.add_argument("--linear-solver", choices=("auto", "scipy", "numpy"),
+                    help="override the scenes' linear solver ('numpy' = stock Blender without scipy)")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per step")
     a = ap.parse_args(argv)
     items = (list(range(a.count)) if a.all else list(SUBSET) if a.subset
@@ -278,7 +284,7 @@ def main(argv=None):
               f"{r.not_converged} not converged, {r.wall:.1f} s  {status}", flush=True)
 
     t0 = time.perf_counter()
-    results = run_many(items, a.jobs, a.budget, a.verbose, progress)
+    results = run_many(items, a.jobs, a.budget, a.verbose, progress, a.linear_solver)
     text, kinds = summarize(results, time.perf_counter() - t0)
     print("\n" + text)
     if a.json:
