@@ -48,3 +48,20 @@ def test_exact_step_never_touches_and_is_not_needlessly_tiny(pairs):
         d0 = point_segment_distance(*X[k])
         if dist_at(X[k], dX[k], np.linspace(0.0, 1.0, 2001)).min() > 0.5 * d0 and (times is None or not times):
             assert step[k] == 1.0
+
+
+def test_crushed_pair_falls_back_to_a_capped_but_safe_accd(monkeypatch):
+    """A pair 1e-9 apart (|c0| below rounding) goes to ACCD, which advances by
+    ~d / l_p per iteration: the fallback's iteration cap bounds the cost, and
+    what it returns is still collision-free."""
+    X = np.array([[[0.3, 1e-9], [0.0, 0.0], [1.0, 0.0]]])
+    dX = np.array([[[0.2, -0.05], [0.0, 0.0], [0.0, 0.0]]])      # sliding and pressing in
+    calls = []
+    real = ccd.accd_point_edge
+    monkeypatch.setattr(ccd, "accd_point_edge", lambda *a, **k: calls.append(k.get("max_iter")) or real(*a, **k))
+    t = ccd.point_edge_step(X, dX)
+    assert calls == [ccd.ACCD_FALLBACK_ITERS]
+    assert 0.0 < t[0] < 1e-6
+    roots = contact_times(X[0], dX[0])
+    assert all(r > t[0] for r in roots if r >= 0.0)
+    assert dist_at(X[0], dX[0], t[0])[0] > 0.0
