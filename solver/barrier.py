@@ -30,20 +30,16 @@ def barrier(s):
 
 def barrier_d1(s):
     """dB/ds; 0 for s >= 1 (undefined, returned as -inf, for s <= 0)."""
-    sc = np.clip(s, 1e-300, 1.0)
-    val = -2.0 * (sc - 1.0) * np.log(sc) - (sc - 1.0) ** 2 / sc
-    return np.where(s <= 0.0, -np.inf, np.where(s >= 1.0, 0.0, val))
+    return barrier_d1_d2(s)[0]
 
 
 def barrier_d2(s):
-    """d^2B/ds^2; 0 for s >= 1."""
-    sc = np.clip(s, 1e-300, 1.0)
-    val = -2.0 * np.log(sc) - 4.0 * (sc - 1.0) / sc + (sc - 1.0) ** 2 / (sc * sc)
-    return np.where(s <= 0.0, np.inf, np.where(s >= 1.0, 0.0, val))
+    """d^2B/ds^2; 0 for s >= 1 (+inf for s <= 0)."""
+    return barrier_d1_d2(s)[1]
 
 
 def barrier_d1_d2(s):
-    """(dB/ds, d^2B/ds^2) sharing one log; same domain guards as above."""
+    """(dB/ds, d^2B/ds^2) sharing one log, with the domain guards of B."""
     sc = np.clip(s, 1e-300, 1.0)
     log_s, s1 = np.log(sc), sc - 1.0
     q = s1 / sc
