@@ -79,12 +79,6 @@ class Triplets:
         self.rows, self.cols, self.vals = [], [], []
         self.grad = np.zeros(n_dof)
 
-    def add_blocks(self, idx, H):
-        """Scatter local Hessians H (n, 2k, 2k) of vertex stencils idx (n, k)."""
-        if len(idx) == 0:
-            return
-        self.add_pattern(*block_pattern(idx), H)
-
     def add_pattern(self, rows, cols, H):
         """Scatter blocks H whose (rows, cols) pattern is precomputed (block_pattern)."""
         self.rows.append(rows)
@@ -104,12 +98,6 @@ class Triplets:
         dofs = stencil_dofs(idx)
         self.add_gradient_at(dofs.ravel(), g)
         self.add_pattern(*_dof_block_pattern(dofs), H)
-
-    def add_gradient(self, idx, g):
-        """Scatter local gradients g (n, 2k) of vertex stencils idx (n, k)."""
-        if len(idx) == 0:
-            return
-        self.add_gradient_at(stencil_dofs(idx).ravel(), g)
 
     def add_gradient_at(self, dofs, g):
         """Scatter gradients g (n, 2k) at precomputed flat DOF indices (n * 2k,)."""

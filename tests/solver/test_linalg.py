@@ -47,14 +47,16 @@ def test_triplets_assembly_matches_dense_accumulation():
         idx = rng.integers(0, n_v, (5, k))
         H = rng.normal(size=(5, 2 * k, 2 * k))
         gl = rng.normal(size=(5, 2 * k))
-        T.add_blocks(idx, H)
-        T.add_gradient(idx, gl)
+        T.add_stencils(idx, gl, H)
         for s in range(5):
             dofs = np.array([[2 * v, 2 * v + 1] for v in idx[s]]).ravel()
             for a in range(2 * k):
                 g[dofs[a]] += gl[s, a]
                 for b in range(2 * k):
                     A[dofs[a], dofs[b]] += H[s, a, b]
+    n_triplets = len(T.arrays()[0])
+    T.add_stencils(np.zeros((0, 3), int), np.zeros((0, 6)), np.zeros((0, 6, 6)))   # no-op
+    assert len(T.arrays()[0]) == n_triplets
     T.add_diagonal(np.arange(2 * n_v), np.arange(2 * n_v, dtype=float))
     A += np.diag(np.arange(2 * n_v, dtype=float))
     r, c, v = T.arrays()
@@ -195,22 +197,6 @@ def test_numpy_paths_detect_indefinite(monkeypatch):
     monkeypatch.setattr(linalg, "DENSE_LIMIT", 4)       # PCG branch
     with pytest.raises(linalg.NotPositiveDefinite):
         linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
-
-
-def test_add_stencils_equals_separate_gradient_and_blocks():
-    rng = np.random.default_rng(11)
-    idx = rng.integers(0, 7, size=(5, 3))
-    g = rng.normal(size=(5, 6))
-    H = rng.normal(size=(5, 6, 6))
-    a, b = linalg.Triplets(14), linalg.Triplets(14)
-    a.add_stencils(idx, g, H)
-    b.add_gradient(idx, g)
-    b.add_blocks(idx, H)
-    assert np.array_equal(a.grad, b.grad)
-    for x, y in zip(a.arrays(), b.arrays()):
-        assert np.array_equal(x, y)
-    a.add_stencils(np.zeros((0, 3), int), np.zeros((0, 6)), np.zeros((0, 6, 6)))
-    assert len(a.arrays()[0]) == len(b.arrays()[0])
 
 
 def test_numpy_banded_path_solves_and_detects_indefinite(monkeypatch):
