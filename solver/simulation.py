@@ -15,7 +15,7 @@ import numpy as np
 
 from . import ccd, elasticity
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
-from .distance import distance_sq, point_edge_case
+from .distance import case_and_distance_sq
 from .errors import ConvergenceError
 from .friction import FrictionSet
 from .linalg import BandOrdering, NotPositiveDefinite, Triplets, eliminate_fixed, solve
@@ -411,7 +411,7 @@ class Simulation:
         keeps cs's point-edge stencils (all pairs within dhat of x) for the next step."""
         m, p = self.model, self.params
         st = self._state_stencils = cs.idx[~cs.pp]
-        d = np.sqrt(distance_sq(x[st], point_edge_case(x[st]))) if len(st) else np.zeros(0)
+        d = np.sqrt(case_and_distance_sq(x[st])[1]) if len(st) else np.zeros(0)
         pts, pl = plane_pairs(m)
         dp = np.einsum("ni,ni->n", x[pts] - m.plane_point[pl], m.plane_normal[pl]) if len(pts) else np.zeros(0)
         alld = np.concatenate([d, dp])
