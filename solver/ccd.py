@@ -143,11 +143,61 @@ def _exact_step(X, dX, eta, t_max):
     doubtful = lin_degenerate | grazing | (np.abs(c0) <= tiny)
     # safety net, and ACCD's margin: at the returned step the pair must keep at
     # least eta of its starting distance (else ACCD decides, as it would have)
+    # collinear throughout (c ~ 0 at all times): the distance is to an end
+    # point, exactly solvable, where ACCD would crawl at d / l_p per iteration
+    collinear = doubtful & (np.abs(c0) + np.abs(c1) * t_max + np.abs(c2) * t_max * t_max <= 3.0 * tiny)
+    if collinear.any():
+        col_step = _collinear_step(X[collinear], dX[collinear], 3.0 * tiny[collinear], eta, t_max)
+        solved = np.isfinite(col_step)
+        idx = np.flatnonzero(collinear)[solved]
+        step[idx] = col_step[solved]
+        doubtful[idx] = False
     ok = ~doubtful
     ok[ok] = _dist(X[ok] + step[ok, None, None] * dX[ok]) >= eta * _dist(X[ok])
     if not ok.all():
         step[~ok] = accd_point_edge(X[~ok], dX[~ok], eta, t_max, max_iter=ACCD_FALLBACK_ITERS)
     return step
+
+
+def _collinear_step(X, dX, c_bound, eta, t_max):
+    """Step (n,) for pairs collinear throughout (|c(t)| <= c_bound), or NaN
+    where this does not apply.
+
+    A point that starts beyond an end of the segment and stays on its line is
+    |p - e0| or |p - e1| away; it can only reach the segment through an end
+    point.  So the earliest t at which either end distance falls to eta d0 (a
+    quadratic in t) is the step that keeps eta of the gap.  Applies while the
+    offset from the line, |c| / |e|, stays below half of that margin.
+    """
+    A0, dA = X[:, 0] - X[:, 1], dX[:, 0] - dX[:, 1]
+    B0, dB = X[:, 0] - X[:, 2], dX[:, 0] - dX[:, 2]
+    E0, dE = X[:, 2] - X[:, 1], dX[:, 2] - dX[:, 1]
+    ee, ede, dede = _dot(E0, E0), _dot(E0, dE), _dot(dE, dE)
+    t_min = np.clip(-ede / np.where(dede > 0, dede, 1.0), 0.0, t_max)    # shortest edge on [0, t_max]
+    e_min = np.sqrt(np.maximum(ee + 2.0 * t_min * ede + t_min * t_min * dede, 0.0))
+    s0 = _dot(A0, E0) / np.where(ee > 0, ee, 1.0)
+    target = eta * _dist(X)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        usable = ((s0 < 0.0) | (s0 > 1.0)) & (e_min > 0) & (c_bound / e_min <= 0.5 * target)
+    hit = np.minimum(_first_reach(A0, dA, target, t_max), _first_reach(B0, dB, target, t_max))
+    step = np.where(np.isfinite(hit), (1.0 - 1e-9) * hit, t_max)
+    return np.where(usable, step, np.nan)
+
+
+def _dot(a, b):
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1]
+
+
+def _first_reach(P0, dP, r, t_max):
+    """Earliest t in [0, t_max] with |P0 + t dP| = r for |P0| > r, else inf."""
+    a, b, c = _dot(dP, dP), 2.0 * _dot(P0, dP), _dot(P0, P0) - r * r
+    disc = b * b - 4.0 * a * c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = -0.5 * (b + np.copysign(np.sqrt(np.maximum(disc, 0.0)), b))
+        roots = np.stack([q / a, c / q], axis=1)
+    roots = np.where((disc >= 0.0)[:, None] & (a > 0)[:, None] & (roots >= 0.0) & (roots <= t_max),
+                     roots, np.inf)
+    return roots.min(axis=1)
 
 
 def half_plane_step(x, dx, point, normal, eta=0.1, t_max=1.0):

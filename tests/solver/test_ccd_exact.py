@@ -65,3 +65,18 @@ def test_crushed_pair_falls_back_to_a_capped_but_safe_accd(monkeypatch):
     roots = contact_times(X[0], dX[0])
     assert all(r > t[0] for r in roots if r >= 0.0)
     assert dist_at(X[0], dX[0], t[0])[0] > 0.0
+
+
+def test_collinear_pairs_get_the_exact_end_point_step():
+    """Point, edge and motion on one line (the collinearity quadratic vanishes
+    identically): the distance is to the nearer end point.  Found by the
+    property test above: a pair 1.2e-7 beyond e0 whose far end moves got a
+    step of 0.1 from ACCD although it never comes closer."""
+    X = np.array([[[0.0, 1.192092896e-07], [0.0, 0.0], [0.0, -1.0]],
+                  [[0.0, 0.5], [0.0, 0.0], [0.0, -1.0]]])
+    dX = np.array([[[0.0, 0.0], [0.0, 0.0], [0.0, 0.001]],        # only the far end moves
+                   [[0.0, -1.0], [0.0, 0.0], [0.0, 0.0]]])        # head-on at 1 m per step
+    step = ccd.point_edge_step(X, dX, eta=ETA)
+    assert step[0] == 1.0
+    # the gap 0.5 - t reaches eta * 0.5 = 0.05 at t = 0.45
+    assert abs(step[1] - 0.45) < 1e-6 and dist_at(X[1], dX[1], step[1])[0] >= ETA * 0.5 * (1 - 1e-6)
