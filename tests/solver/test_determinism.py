@@ -91,19 +91,18 @@ def test_same_process_bit_identical(name, solver_path):
 def test_other_process_bit_identical(name, solver_path):
     """A fresh interpreter (different memory layout) gives the same bits.
 
-    Run to run means the same environment: the child gets the parent's BLAS
-    thread settings.  A multi-threaded LAPACK may round differently for a
-    different thread count (seen with numpy 1.26's OpenBLAS on the dense
-    numpy path), which is a different configuration, not a rerun."""
+    Run to run means the same environment, so the child inherits the
+    parent's whole environment: OpenBLAS picks its kernels from variables
+    such as OPENBLAS_CORETYPE (set on some machines) and rounds differently
+    for another thread count (seen with numpy 1.26's OpenBLAS on the dense
+    numpy path); either is a different configuration, not a rerun."""
     code = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {str(ROOT)!r})
         from tests.solver.test_determinism import _run, _digest
         print(_digest(_run({name!r}, {solver_path!r})))
     """)
-    env = {"PATH": "/usr/bin:/bin"}
-    env.update({k: os.environ[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if k in os.environ})
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                         cwd=str(ROOT), env=env)
+                         cwd=str(ROOT), env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == _digest(_run(name, solver_path))
 
