@@ -13,6 +13,7 @@ build that bundles scipy, pass ``--wheels DIR``: every ``*.whl`` in DIR is copie
 ``blender_ipc/wheels/`` and listed in the manifest's ``wheels = [...]`` (Blender installs them
 on extension install; a legacy install ignores them and uses the numpy-only path).
 """
+
 import argparse
 import re
 import sys
@@ -50,8 +51,9 @@ def _manifest_with_wheels(wheels) -> str:
 def build(out_dir: Path = ROOT / "dist", wheels_dir: Path = None) -> Path:
     version = read_version()
     if (ROOT / PACKAGE / "solver").exists():
-        raise SystemExit(f"{PACKAGE}/solver must not exist in the tree: the build embeds "
-                         "the one copy from solver/")
+        raise SystemExit(
+            f"{PACKAGE}/solver must not exist in the tree: the build embeds the one copy from solver/"
+        )
     wheels = sorted(wheels_dir.glob("*.whl")) if wheels_dir else []
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{PACKAGE}-{version}.zip"
@@ -72,8 +74,9 @@ def build(out_dir: Path = ROOT / "dist", wheels_dir: Path = None) -> Path:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "dist", help="output folder")
-    parser.add_argument("--wheels", type=Path, default=None,
-                        help="folder of .whl files to bundle for the extension install")
+    parser.add_argument(
+        "--wheels", type=Path, default=None, help="folder of .whl files to bundle for the extension install"
+    )
     args = parser.parse_args(argv)
     print(build(args.out, args.wheels))
 

@@ -20,6 +20,7 @@ Every scene runs in a fresh child process so that its peak memory
 (one line per step) goes to stderr, the tables to stdout.  Nothing here
 asserts on time: the numbers are printed, the reader judges them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,17 +40,25 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 # Stage keys of solver.profiling.Timers, in print order, with short labels.
-STAGES = (("elasticity", "elast"), ("barrier", "barrier"), ("friction", "fric"),
-          ("inertia+penalty", "inert+pen"), ("broad_phase", "broad"), ("ccd", "CCD"),
-          ("linear_solve", "solve"), ("line_search", "line srch"), ("step_setup", "setup"),
-          ("other", "other"))
+STAGES = (
+    ("elasticity", "elast"),
+    ("barrier", "barrier"),
+    ("friction", "fric"),
+    ("inertia+penalty", "inert+pen"),
+    ("broad_phase", "broad"),
+    ("ccd", "CCD"),
+    ("linear_solve", "solve"),
+    ("line_search", "line srch"),
+    ("step_setup", "setup"),
+    ("other", "other"),
+)
 
 
 @dataclass(frozen=True)
 class SceneSpec:
     name: str
-    steps: int          # full run
-    quick_steps: int    # --quick
+    steps: int  # full run
+    quick_steps: int  # --quick
     what: str
 
 
@@ -67,12 +76,14 @@ ALIASES = {"S3": ("S3-32", "S3-64")}
 # ~85% of the box (y ~ 1.36); at 1 m/s it arrives after ~1.3 s, when the pile has
 # landed, and then holds it compressed.  (pile()'s default 0.25 m/s would still
 # be 0.8 m above the settled pile at 2 s: nothing would be compressed.)
-PILE_ARGS = dict(n_shapes=100, n_columns=10, shape="mixed", n_seg=8, n_rings=4,
-                 n_boundary=32, ceiling_speed=1.0, seed=0)
+PILE_ARGS = dict(
+    n_shapes=100, n_columns=10, shape="mixed", n_seg=8, n_rings=4, n_boundary=32, ceiling_speed=1.0, seed=0
+)
 
 
 def build_scene(name):
     from solver.examples import compressing_squares, pile
+
     if name == "S1":
         return compressing_squares(n_seg=2)
     if name == "S2":
@@ -103,6 +114,7 @@ def expand_scenes(names):
 
 # ---------------------------------------------------------------- one scene
 
+
 def _maxrss_mib():
     # Linux reports ru_maxrss in KiB.
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -111,7 +123,9 @@ def _maxrss_mib():
 def run_scene(name, steps, progress=True, use_tracemalloc=False, linear_solver="auto"):
     """Step one scene; returns a JSON-able dict of measurements."""
     from dataclasses import replace
+
     from solver.simulation import Simulation
+
     scene = build_scene(name)
     # non-strict: a step that does not converge is counted (and reported), not fatal
     scene = replace(scene, params=replace(scene.params, strict=False, linear_solver=linear_solver))
@@ -121,6 +135,7 @@ def run_scene(name, steps, progress=True, use_tracemalloc=False, linear_solver="
     rss0 = _maxrss_mib()
     if use_tracemalloc:
         import tracemalloc
+
         tracemalloc.start()
     load0 = os.getloadavg()
     stats = []
@@ -134,10 +149,13 @@ def run_scene(name, steps, progress=True, use_tracemalloc=False, linear_solver="
             if progress:
                 el = time.perf_counter() - w0
                 eta = el / (k + 1) * (steps - k - 1)
-                print(f"[{name}] step {k + 1}/{steps}  newton {s.newton_iters:3d}  "
-                      f"contacts {s.active_contacts:5d}  {s.wall_time:7.3f} s  "
-                      f"elapsed {el:7.1f} s  eta {eta:7.1f} s" + ("" if s.converged else "  NOT CONVERGED"),
-                      file=sys.stderr, flush=True)
+                print(
+                    f"[{name}] step {k + 1}/{steps}  newton {s.newton_iters:3d}  "
+                    f"contacts {s.active_contacts:5d}  {s.wall_time:7.3f} s  "
+                    f"elapsed {el:7.1f} s  eta {eta:7.1f} s" + ("" if s.converged else "  NOT CONVERGED"),
+                    file=sys.stderr,
+                    flush=True,
+                )
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     tm_peak = None
     if use_tracemalloc:
@@ -148,24 +166,36 @@ def run_scene(name, steps, progress=True, use_tracemalloc=False, linear_solver="
     solves = int(sim.timers.calls.get("linear_solve", 0))
     non_solve = wall - stages["linear_solve"]
     return dict(
-        scene=name if linear_solver == "auto" else f"{name} ({linear_solver})", what=SCENES[name].what, vertices=int(sim.model.n), body_vertices=n_body,
-        triangles=n_tris, steps=steps, wall_s=wall, cpu_s=cpu, s_per_step=wall / steps,
-        newton_mean=statistics.fmean(iters), newton_median=statistics.median(iters),
-        newton_max=max(iters), newton_total=sum(iters), linear_solves=solves,
+        scene=name if linear_solver == "auto" else f"{name} ({linear_solver})",
+        what=SCENES[name].what,
+        vertices=int(sim.model.n),
+        body_vertices=n_body,
+        triangles=n_tris,
+        steps=steps,
+        wall_s=wall,
+        cpu_s=cpu,
+        s_per_step=wall / steps,
+        newton_mean=statistics.fmean(iters),
+        newton_median=statistics.median(iters),
+        newton_max=max(iters),
+        newton_total=sum(iters),
+        linear_solves=solves,
         # per assembled-and-solved Newton system (a step with 0 iterations still
         # assembles and solves once to find it is converged)
         nonsolve_ms_per_iter=1e3 * non_solve / max(solves, 1),
         solve_ms_per_iter=1e3 * stages["linear_solve"] / max(solves, 1),
         nonsolve_over_solve=non_solve / stages["linear_solve"] if stages["linear_solve"] > 0 else None,
         stages_s=stages,
-        peak_rss_delta_mib=_maxrss_mib() - rss0, peak_rss_mib=_maxrss_mib(),
+        peak_rss_delta_mib=_maxrss_mib() - rss0,
+        peak_rss_mib=_maxrss_mib(),
         tracemalloc_peak_mib=tm_peak,
         converged_steps=sum(s.converged for s in stats),
         all_converged=all(s.converged for s in stats),
         first_failure=next((f"step {s.step}: {s.message}" for s in stats if not s.converged), None),
         max_active_contacts=max(s.active_contacts for s in stats),
         min_distance=min(s.min_distance for s in stats),
-        loadavg_before=load0, loadavg_after=os.getloadavg(),
+        loadavg_before=load0,
+        loadavg_after=os.getloadavg(),
     )
 
 
@@ -173,8 +203,18 @@ def run_in_child(name, steps, progress, use_tracemalloc, linear_solver="auto"):
     """Run one scene in a fresh interpreter (own peak RSS, own imports)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "result.json")
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", name, "--steps", str(steps),
-               "--child-out", out, "--linear-solver", linear_solver]
+        cmd = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--child",
+            name,
+            "--steps",
+            str(steps),
+            "--child-out",
+            out,
+            "--linear-solver",
+            linear_solver,
+        ]
         if not progress:
             cmd.append("--no-progress")
         if use_tracemalloc:
@@ -188,19 +228,44 @@ def run_in_child(name, steps, progress, use_tracemalloc, linear_solver="auto"):
 
 # ---------------------------------------------------------------- tables
 
-SUMMARY_COLS = ("scene", "vertices", "steps", "wall s", "CPU s", "s/step", "Newton mean",
-                "Newton median", "Newton max", "solves", "non-solve ms/iter", "solve ms/iter",
-                "non-solve/solve", "peak MiB", "converged")
+SUMMARY_COLS = (
+    "scene",
+    "vertices",
+    "steps",
+    "wall s",
+    "CPU s",
+    "s/step",
+    "Newton mean",
+    "Newton median",
+    "Newton max",
+    "solves",
+    "non-solve ms/iter",
+    "solve ms/iter",
+    "non-solve/solve",
+    "peak MiB",
+    "converged",
+)
 
 
 def summary_row(r):
     peak = r["peak_rss_delta_mib"] if r.get("tracemalloc_peak_mib") is None else r["tracemalloc_peak_mib"]
-    return (r["scene"], str(r["vertices"]), str(r["steps"]), f"{r['wall_s']:.2f}", f"{r['cpu_s']:.2f}",
-            f"{r['s_per_step']:.4f}", f"{r['newton_mean']:.2f}", f"{r['newton_median']:g}",
-            str(r["newton_max"]), str(r["linear_solves"]), f"{r['nonsolve_ms_per_iter']:.2f}",
-            f"{r['solve_ms_per_iter']:.2f}",
-            "n/a" if r["nonsolve_over_solve"] is None else f"{r['nonsolve_over_solve']:.2f}",
-            f"{peak:.1f}", "yes" if r["all_converged"] else f"no ({r['steps'] - r['converged_steps']} failed)")
+    return (
+        r["scene"],
+        str(r["vertices"]),
+        str(r["steps"]),
+        f"{r['wall_s']:.2f}",
+        f"{r['cpu_s']:.2f}",
+        f"{r['s_per_step']:.4f}",
+        f"{r['newton_mean']:.2f}",
+        f"{r['newton_median']:g}",
+        str(r["newton_max"]),
+        str(r["linear_solves"]),
+        f"{r['nonsolve_ms_per_iter']:.2f}",
+        f"{r['solve_ms_per_iter']:.2f}",
+        "n/a" if r["nonsolve_over_solve"] is None else f"{r['nonsolve_over_solve']:.2f}",
+        f"{peak:.1f}",
+        "yes" if r["all_converged"] else f"no ({r['steps'] - r['converged_steps']} failed)",
+    )
 
 
 def stage_row(r):
@@ -224,21 +289,27 @@ def scaling_lines(results):
     a, b = by.get("S3-32"), by.get("S3-64")
     if a and b:
         ratio = b["nonsolve_ms_per_iter"] / a["nonsolve_ms_per_iter"]
-        out.append(f"- per-iteration cost excluding the linear solve, S3-64 / S3-32: "
-                   f"{b['nonsolve_ms_per_iter']:.2f} / {a['nonsolve_ms_per_iter']:.2f} ms = {ratio:.2f}x "
-                   f"(vertices x{b['vertices'] / a['vertices']:.2f}; target <= 4.5): "
-                   f"{'holds' if ratio <= 4.5 else 'MISSED'}")
+        out.append(
+            f"- per-iteration cost excluding the linear solve, S3-64 / S3-32: "
+            f"{b['nonsolve_ms_per_iter']:.2f} / {a['nonsolve_ms_per_iter']:.2f} ms = {ratio:.2f}x "
+            f"(vertices x{b['vertices'] / a['vertices']:.2f}; target <= 4.5): "
+            f"{'holds' if ratio <= 4.5 else 'MISSED'}"
+        )
     for name in ("S3-32", "S3-64", "S4"):
         r = by.get(name)
         if r and r["nonsolve_over_solve"] is not None:
             q = r["nonsolve_over_solve"]
-            out.append(f"- non-solve time / solve time at {r['scene']}: {q:.2f} (target <= 1): "
-                       f"{'holds' if q <= 1 else 'MISSED'}")
+            out.append(
+                f"- non-solve time / solve time at {r['scene']}: {q:.2f} (target <= 1): "
+                f"{'holds' if q <= 1 else 'MISSED'}"
+            )
     for name, limit in (("S1", 1.0), ("S2", 2.5)):
         r = by.get(name)
         if r and r["steps"] == SCENES[name].steps:
-            out.append(f"- {r['scene']} total {r['wall_s']:.2f} s (target <= {limit} s): "
-                       f"{'holds' if r['wall_s'] <= limit else 'MISSED'}")
+            out.append(
+                f"- {r['scene']} total {r['wall_s']:.2f} s (target <= {limit} s): "
+                f"{'holds' if r['wall_s'] <= limit else 'MISSED'}"
+            )
     return out
 
 
@@ -246,8 +317,9 @@ def report(results, tracemalloc_used=False):
     mem = "tracemalloc peak MiB" if tracemalloc_used else "ru_maxrss growth while stepping, MiB"
     print("## Summary\n")
     print(markdown(SUMMARY_COLS, [summary_row(r) for r in results]))
-    print(f"\n(solves = Newton systems assembled and solved; per-iteration costs are per solve; "
-          f"peak = {mem})\n")
+    print(
+        f"\n(solves = Newton systems assembled and solved; per-iteration costs are per solve; peak = {mem})\n"
+    )
     print("## Stage breakdown (wall seconds, % of the scene's total)\n")
     print(markdown(("scene",) + tuple(label for _, label in STAGES), [stage_row(r) for r in results]))
     lines = scaling_lines(results)
@@ -256,54 +328,83 @@ def report(results, tracemalloc_used=False):
         print("\n".join(lines))
     extra = []
     for r in results:
-        extra.append(f"- {r['scene']} ({r['what']}): {r['body_vertices']} body vertices, "
-                     f"{r['triangles']} triangles, max {r['max_active_contacts']} active contacts, "
-                     f"min distance {r['min_distance']:.3g} m, load average "
-                     f"{r['loadavg_before'][0]:.2f} -> {r['loadavg_after'][0]:.2f}"
-                     + (f"; median of {len(r['repeat_wall_s'])} runs, wall s "
-                        + ", ".join(f"{w:.2f}" for w in r["repeat_wall_s"])
-                        if len(r.get("repeat_wall_s", ())) > 1 else "")
-                     + (f"; first non-converged {r['first_failure']}" if r.get("first_failure") else ""))
+        extra.append(
+            f"- {r['scene']} ({r['what']}): {r['body_vertices']} body vertices, "
+            f"{r['triangles']} triangles, max {r['max_active_contacts']} active contacts, "
+            f"min distance {r['min_distance']:.3g} m, load average "
+            f"{r['loadavg_before'][0]:.2f} -> {r['loadavg_after'][0]:.2f}"
+            + (
+                f"; median of {len(r['repeat_wall_s'])} runs, wall s "
+                + ", ".join(f"{w:.2f}" for w in r["repeat_wall_s"])
+                if len(r.get("repeat_wall_s", ())) > 1
+                else ""
+            )
+            + (f"; first non-converged {r['first_failure']}" if r.get("first_failure") else "")
+        )
     print("\n## Details\n")
     print("\n".join(extra))
 
 
 # ---------------------------------------------------------------- profile
 
+
 def profile_scene(name, steps, progress=True, top=30):
     """cProfile timed with process CPU time: on a shared machine wall-clock
     profiles mostly measure the other processes."""
     import cProfile
     import pstats
+
     prof = cProfile.Profile(time.process_time)
     prof.enable()
     r = run_scene(name, steps, progress=progress)
     prof.disable()
-    print(f"## cProfile of {name}, {steps} steps (CPU {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f} s "
-          f"under the profiler), top {top} by tottime (CPU seconds)\n")
+    print(
+        f"## cProfile of {name}, {steps} steps (CPU {r['cpu_s']:.2f} s, wall {r['wall_s']:.2f} s "
+        f"under the profiler), top {top} by tottime (CPU seconds)\n"
+    )
     pstats.Stats(prof, stream=sys.stdout).strip_dirs().sort_stats("tottime").print_stats(top)
     return r
 
 
 # ---------------------------------------------------------------- CLI
 
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenes", nargs="*",
-                    help="S1 S2 S3 (= S3-32 S3-64) S3-32 S3-64 S4, optionally NAME:STEPS; default all")
+    ap.add_argument(
+        "scenes",
+        nargs="*",
+        help="S1 S2 S3 (= S3-32 S3-64) S3-32 S3-64 S4, optionally NAME:STEPS; default all",
+    )
     ap.add_argument("--quick", action="store_true", help="a few steps per scene instead of the full runs")
     ap.add_argument("--steps", type=int, help="steps per scene (overrides the defaults and --quick)")
     ap.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
     ap.add_argument("--profile", metavar="SCENE", help="cProfile one scene, print top 30 by tottime")
-    ap.add_argument("--tracemalloc", action="store_true",
-                    help="peak memory from tracemalloc (numpy buffers included; slows the run)")
-    ap.add_argument("--report", nargs="+", metavar="JSON",
-                    help="print the tables from JSON files written by --json (results concatenated)")
-    ap.add_argument("--repeat", type=int, default=1, metavar="N",
-                    help="run each scene N times (fresh processes) and report the run with the "
-                         "median wall time; all wall times go to the details (shared machines are noisy)")
-    ap.add_argument("--linear-solver", choices=("auto", "scipy", "numpy"), default="auto",
-                    help="linear solver of the scenes ('numpy' = what stock Blender without scipy runs)")
+    ap.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="peak memory from tracemalloc (numpy buffers included; slows the run)",
+    )
+    ap.add_argument(
+        "--report",
+        nargs="+",
+        metavar="JSON",
+        help="print the tables from JSON files written by --json (results concatenated)",
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run each scene N times (fresh processes) and report the run with the "
+        "median wall time; all wall times go to the details (shared machines are noisy)",
+    )
+    ap.add_argument(
+        "--linear-solver",
+        choices=("auto", "scipy", "numpy"),
+        default="auto",
+        help="linear solver of the scenes ('numpy' = what stock Blender without scipy runs)",
+    )
     ap.add_argument("--no-progress", action="store_true", help="no per-step lines on stderr")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
@@ -344,18 +445,26 @@ def main(argv=None):
         profile_scene(name, steps_for(name, args, override), progress)
         return 0
     names = expand_scenes(args.scenes)
-    print(f"# blender-ipc benchmark ({'quick' if args.quick else 'full'}), python {sys.version.split()[0]}, "
-          f"numpy {__import__('numpy').__version__}, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.2f}\n")
+    print(
+        f"# blender-ipc benchmark ({'quick' if args.quick else 'full'}), python {sys.version.split()[0]}, "
+        f"numpy {__import__('numpy').__version__}, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.2f}\n"
+    )
     results = []
     for name, override in names:
-        runs = sorted((run_in_child(name, steps_for(name, args, override), progress, args.tracemalloc,
-                                    args.linear_solver)
-                       for _ in range(args.repeat)), key=lambda r: r["wall_s"])
+        runs = sorted(
+            (
+                run_in_child(
+                    name, steps_for(name, args, override), progress, args.tracemalloc, args.linear_solver
+                )
+                for _ in range(args.repeat)
+            ),
+            key=lambda r: r["wall_s"],
+        )
         median = runs[(len(runs) - 1) // 2]
         median["repeat_wall_s"] = [r["wall_s"] for r in runs]
         results.append(median)
-        if args.json:   # rewritten after every scene: an interrupted run keeps what it finished
+        if args.json:  # rewritten after every scene: an interrupted run keeps what it finished
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)
     report(results, args.tracemalloc)

@@ -10,25 +10,35 @@ Writing: one absolute shape key per frame (``use_relative = False``); the first 
 is the untouched rest mesh, so frame_start shows the original coordinates bit for bit, and an
 ``eval_time`` F-curve with LINEAR keys maps scene frames onto the keys.
 """
+
 from __future__ import annotations
 
 import hashlib
 import math
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
 
 import bpy
 import numpy as np
 
-from .solver import (Body, Collider, ConvergenceError, HalfPlane, Material, Pin, Scene,
-                     SimParams, Simulation, SolverInputError)
+from .solver import (
+    Body,
+    Collider,
+    ConvergenceError,
+    HalfPlane,
+    Material,
+    Pin,
+    Scene,
+    SimParams,
+    Simulation,
+    SolverInputError,
+)
 
 KEY_PREFIX = "IPC_Bake_"
 # (first in-plane axis, second in-plane axis, out-of-plane axis) in world XYZ.
 PLANE_AXES = {"XZ": (0, 2, 1), "XY": (0, 1, 2)}
-FLAT_TOL_REL = 1e-4    # allowed out-of-plane spread relative to the body size
-FLAT_TOL_ABS = 1e-6    # ... but never below this [m] (float32 mesh coordinates)
+FLAT_TOL_REL = 1e-4  # allowed out-of-plane spread relative to the body size
+FLAT_TOL_ABS = 1e-6  # ... but never below this [m] (float32 mesh coordinates)
 
 
 class IPCError(Exception):
@@ -36,6 +46,7 @@ class IPCError(Exception):
 
 
 # ----------------------------------------------------------------------------- small helpers
+
 
 def _matrix(m) -> np.ndarray:
     return np.array([list(row) for row in m], dtype=np.float64)
@@ -81,10 +92,9 @@ def sim_dt(scene) -> float:
     return 1.0 / (fps * scene.ipc.substeps)
 
 
-def frame_range(scene) -> Tuple[int, int]:
+def frame_range(scene) -> tuple[int, int]:
     s = scene.ipc
-    return (s.frame_start, s.frame_end) if s.use_frame_range else (scene.frame_start,
-                                                                    scene.frame_end)
+    return (s.frame_start, s.frame_end) if s.use_frame_range else (scene.frame_start, scene.frame_end)
 
 
 def is_our_bake(obj) -> bool:
@@ -93,6 +103,7 @@ def is_our_bake(obj) -> bool:
 
 
 # ----------------------------------------------------------------------------- selection
+
 
 def gather_objects(context, target: str):
     """Bodies to bake (selected or all in the view layer) and all colliders of the view layer."""
@@ -113,17 +124,23 @@ def check_bakeable(context, bodies, colliders):
         raise IPCError("Leave Edit Mode (switch to Object Mode) before baking")
     for obj in bodies:
         if obj.data.users > 1:
-            raise IPCError(f"'{obj.name}': its mesh '{obj.data.name}' is shared by "
-                           f"{obj.data.users} objects; make it single-user before baking")
+            raise IPCError(
+                f"'{obj.name}': its mesh '{obj.data.name}' is shared by "
+                f"{obj.data.users} objects; make it single-user before baking"
+            )
         mods = [m.name for m in obj.modifiers if m.show_viewport or m.show_render]
         if mods:
-            raise IPCError(f"'{obj.name}': modifier '{mods[0]}' would be applied on top of the "
-                           "baked shape keys; apply or disable it before baking")
+            raise IPCError(
+                f"'{obj.name}': modifier '{mods[0]}' would be applied on top of the "
+                "baked shape keys; apply or disable it before baking"
+            )
         key = obj.data.shape_keys
         if key and not is_our_bake(obj):
             names = ", ".join(kb.name for kb in key.key_blocks[:3])
-            raise IPCError(f"'{obj.name}' has its own shape keys ({names}); the bake would "
-                           "overwrite them - remove them or bake a copy of the object")
+            raise IPCError(
+                f"'{obj.name}' has its own shape keys ({names}); the bake would "
+                "overwrite them - remove them or bake a copy of the object"
+            )
     for obj in colliders:
         if obj.type != "MESH":
             raise IPCError(f"Collider '{obj.name}' is not a mesh (it is of type {obj.type})")
@@ -131,21 +148,22 @@ def check_bakeable(context, bodies, colliders):
 
 # ----------------------------------------------------------------------------- reading
 
+
 @dataclass(frozen=True)
 class BodyInput:
     name: str
-    local_rest: np.ndarray     # (n, 3) float32, mesh data coordinates (bit-exact original)
-    world_rest: np.ndarray     # (n, 3) float64 at the start frame
-    used: np.ndarray           # (k,) vertex indices referenced by triangles (= solver vertices)
-    triangles: np.ndarray      # (m, 3) indices into `used`
-    pinned: np.ndarray         # (p,) indices into `used`
+    local_rest: np.ndarray  # (n, 3) float32, mesh data coordinates (bit-exact original)
+    world_rest: np.ndarray  # (n, 3) float64 at the start frame
+    used: np.ndarray  # (k,) vertex indices referenced by triangles (= solver vertices)
+    triangles: np.ndarray  # (m, 3) indices into `used`
+    pinned: np.ndarray  # (p,) indices into `used`
 
 
 @dataclass(frozen=True)
 class ColliderInput:
     name: str
-    local: np.ndarray          # (k, 3) start-frame evaluated vertices (object space)
-    edges: np.ndarray          # (l, 2) indices into `local`
+    local: np.ndarray  # (k, 3) start-frame evaluated vertices (object space)
+    edges: np.ndarray  # (l, 2) indices into `local`
 
 
 def _compact(tris: np.ndarray, n: int):
@@ -163,8 +181,10 @@ def _pinned_vertices(obj, mesh, group_name: str) -> np.ndarray:
         raise IPCError(f"'{obj.name}': pinned vertex group '{group_name}' does not exist")
     gi = group.index
     # Vertex-group membership has no foreach accessor; this runs once per bake, not per step.
-    return np.array([v.index for v in mesh.vertices
-                     if any(g.group == gi and g.weight > 0.0 for g in v.groups)], dtype=np.int64)
+    return np.array(
+        [v.index for v in mesh.vertices if any(g.group == gi and g.weight > 0.0 for g in v.groups)],
+        dtype=np.int64,
+    )
 
 
 def read_body(obj, plane: str) -> BodyInput:
@@ -179,8 +199,10 @@ def read_body(obj, plane: str) -> BodyInput:
     tol = max(FLAT_TOL_ABS, FLAT_TOL_REL * extent)
     if spread > tol:
         axis = "XYZ"[w]
-        raise IPCError(f"'{obj.name}' is not flat in the {plane} plane: its world {axis} "
-                       f"coordinates span {spread:.3g} m (tolerance {tol:.2g} m)")
+        raise IPCError(
+            f"'{obj.name}' is not flat in the {plane} plane: its world {axis} "
+            f"coordinates span {spread:.3g} m (tolerance {tol:.2g} m)"
+        )
     used, tris = _compact(_triangles(mesh), len(local))
     pins = _pinned_vertices(obj, mesh, obj.ipc.pin_group)
     pinned = np.searchsorted(used, np.intersect1d(pins, used))
@@ -210,8 +232,10 @@ def read_collider(obj, depsgraph, plane: str) -> ColliderInput:
     lengths = np.linalg.norm(proj[edges[:, 0]] - proj[edges[:, 1]], axis=1) if len(edges) else []
     edges = edges[np.asarray(lengths) > 1e-9] if len(edges) else edges
     if len(edges) == 0:
-        raise IPCError(f"Collider '{obj.name}' has no boundary or loose edges in the {plane} "
-                       "plane; give it a face or edges")
+        raise IPCError(
+            f"Collider '{obj.name}' has no boundary or loose edges in the {plane} "
+            "plane; give it a face or edges"
+        )
     used, compact = _compact(edges, len(local))
     return ColliderInput(obj.name, local[used], compact)
 
@@ -235,12 +259,13 @@ def sample_matrices(context, objects, frame_start: int, n_steps: int, substeps: 
 
 # ----------------------------------------------------------------------------- solver scene
 
+
 def _material(obj) -> Material:
     s = obj.ipc
     return Material(E=s.youngs_modulus, nu=s.poisson_ratio, density=s.density, mu=s.friction)
 
 
-def _gravity(scene) -> Tuple[float, float]:
+def _gravity(scene) -> tuple[float, float]:
     s = scene.ipc
     if not s.use_scene_gravity:
         return (float(s.gravity[0]), float(s.gravity[1]))
@@ -249,16 +274,24 @@ def _gravity(scene) -> Tuple[float, float]:
     return (float(g[u]), float(g[v]))
 
 
-def sim_params(scene, bodies_2d: List[np.ndarray]) -> SimParams:
+def sim_params(scene, bodies_2d: list[np.ndarray]) -> SimParams:
     s = scene.ipc
     if s.dhat_mode == "RELATIVE":
         pts = np.concatenate(bodies_2d)
         dhat = s.dhat_relative * float(np.linalg.norm(np.ptp(pts, axis=0)))
     else:
         dhat = s.dhat
-    return SimParams(dt=sim_dt(scene), dhat=dhat, kappa=None if s.kappa_auto else s.kappa,
-                     formulation=s.formulation, eps_v=s.eps_v, newton_tol=s.newton_tol,
-                     max_newton_iters=s.max_newton_iters, gravity=_gravity(scene), strict=True)
+    return SimParams(
+        dt=sim_dt(scene),
+        dhat=dhat,
+        kappa=None if s.kappa_auto else s.kappa,
+        formulation=s.formulation,
+        eps_v=s.eps_v,
+        newton_tol=s.newton_tol,
+        max_newton_iters=s.max_newton_iters,
+        gravity=_gravity(scene),
+        strict=True,
+    )
 
 
 def _project(mats: np.ndarray, local: np.ndarray, axes) -> np.ndarray:
@@ -267,8 +300,14 @@ def _project(mats: np.ndarray, local: np.ndarray, axes) -> np.ndarray:
     return world[:, :, list(axes)]
 
 
-def build_scene(scene, bodies: List[BodyInput], colliders: List[ColliderInput],
-                materials, mats: np.ndarray, times: np.ndarray) -> Scene:
+def build_scene(
+    scene,
+    bodies: list[BodyInput],
+    colliders: list[ColliderInput],
+    materials,
+    mats: np.ndarray,
+    times: np.ndarray,
+) -> Scene:
     """mats: (T, n_bodies + n_colliders, 4, 4) sampled matrices, bodies first."""
     u, v, _ = PLANE_AXES[scene.ipc.plane]
     solver_bodies = []
@@ -277,26 +316,37 @@ def build_scene(scene, bodies: List[BodyInput], colliders: List[ColliderInput],
         if len(b.pinned):
             local = b.local_rest[b.used[b.pinned]].astype(np.float64)
             pins = (Pin(b.pinned.copy(), times, _project(mats[:, j], local, (u, v))),)
-        solver_bodies.append(Body(b.name, b.world_rest[b.used][:, [u, v]], b.triangles,
-                                  materials[j], pins=pins))
+        solver_bodies.append(
+            Body(b.name, b.world_rest[b.used][:, [u, v]], b.triangles, materials[j], pins=pins)
+        )
     solver_colliders = []
     for j, c in enumerate(colliders):
         pos = _project(mats[:, len(bodies) + j], c.local, (u, v))
-        solver_colliders.append(Collider(c.name, pos[0].copy(), c.edges, times, pos,
-                                         mu=materials[len(bodies) + j].mu))
+        solver_colliders.append(
+            Collider(c.name, pos[0].copy(), c.edges, times, pos, mu=materials[len(bodies) + j].mu)
+        )
     planes = ()
     if scene.ipc.use_ground:
-        planes = (HalfPlane(point=(0.0, scene.ipc.ground_height), normal=(0.0, 1.0),
-                            mu=scene.ipc.ground_friction),)
+        planes = (
+            HalfPlane(point=(0.0, scene.ipc.ground_height), normal=(0.0, 1.0), mu=scene.ipc.ground_friction),
+        )
     params = sim_params(scene, [sb.vertices for sb in solver_bodies])
     return Scene(tuple(solver_bodies), tuple(solver_colliders), planes, params)
 
 
 # ----------------------------------------------------------------------------- signature
 
-_TRANSFORM_CHANNELS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle",
-                       "scale", "delta_location", "delta_rotation_euler",
-                       "delta_rotation_quaternion", "delta_scale")
+_TRANSFORM_CHANNELS = (
+    "location",
+    "rotation_euler",
+    "rotation_quaternion",
+    "rotation_axis_angle",
+    "scale",
+    "delta_location",
+    "delta_rotation_euler",
+    "delta_rotation_quaternion",
+    "delta_scale",
+)
 
 
 def _motion_signature(obj, h):
@@ -315,13 +365,16 @@ def _motion_signature(obj, h):
             h.update(",".join(k.interpolation for k in fc.keyframe_points).encode())
         for path in _TRANSFORM_CHANNELS:
             values = getattr(obj, path)
-            h.update(repr([round(float(x), 9) for i, x in enumerate(values)
-                           if (path, i) not in animated]).encode())
+            h.update(
+                repr([round(float(x), 9) for i, x in enumerate(values) if (path, i) not in animated]).encode()
+            )
         h.update(f"{obj.rotation_mode}{obj.parent_type}{obj.parent_bone}".encode())
         h.update(_matrix(obj.matrix_parent_inverse).tobytes())
         for con in obj.constraints:
-            h.update(f"{con.type}{con.influence}{con.mute}"
-                     f"{getattr(getattr(con, 'target', None), 'name', '')}".encode())
+            h.update(
+                f"{con.type}{con.influence}{con.mute}"
+                f"{getattr(getattr(con, 'target', None), 'name', '')}".encode()
+            )
         for drv in drivers:
             h.update(f"{drv.data_path}{drv.array_index}{drv.driver.expression}".encode())
         obj = obj.parent
@@ -338,12 +391,16 @@ def input_signature(scene, bodies, colliders) -> str:
             if not isinstance(value, (str, int, float, bool)):
                 value = tuple(value)  # vector properties
             h.update(f"{name}={value};".encode())
-    h.update(f"{frame_range(scene)}{scene.render.fps}/{scene.render.fps_base}"
-             f"{tuple(scene.gravity)}{scene.use_gravity}".encode())
+    h.update(
+        f"{frame_range(scene)}{scene.render.fps}/{scene.render.fps_base}"
+        f"{tuple(scene.gravity)}{scene.use_gravity}".encode()
+    )
     for obj in list(bodies) + list(colliders):
         s = obj.ipc
-        h.update(f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}"
-                 f"{s.friction}{s.pin_group}".encode())
+        h.update(
+            f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}"
+            f"{s.friction}{s.pin_group}".encode()
+        )
         h.update(_local_coords(obj.data).tobytes())
         loops = np.empty(len(obj.data.loops), dtype=np.int32)
         obj.data.loops.foreach_get("vertex_index", loops)
@@ -358,8 +415,10 @@ def is_outdated(context, obj) -> bool:
     if not obj.ipc.is_baked:
         return False
     objs = list(context.view_layer.objects)
-    group = sorted((o for o in objs if o.type == "MESH" and o.ipc.is_baked
-                    and o.ipc.bake_hash == obj.ipc.bake_hash), key=lambda o: o.name)
+    group = sorted(
+        (o for o in objs if o.type == "MESH" and o.ipc.is_baked and o.ipc.bake_hash == obj.ipc.bake_hash),
+        key=lambda o: o.name,
+    )
     colliders = sorted((o for o in objs if o.ipc.role == "COLLIDER"), key=lambda o: o.name)
     try:
         return input_signature(context.scene, group, colliders) != obj.ipc.bake_hash
@@ -368,6 +427,7 @@ def is_outdated(context, obj) -> bool:
 
 
 # ----------------------------------------------------------------------------- writing
+
 
 def _remove_key_action(key):
     action = key.animation_data.action if key.animation_data else None
@@ -441,6 +501,7 @@ def write_bake(obj, local_frames: np.ndarray, frame_start: int):
 
 # ----------------------------------------------------------------------------- bake job
 
+
 @dataclass
 class BakeStats:
     frames: int = 0
@@ -460,8 +521,10 @@ class BakeJob:
         check_bakeable(context, self.body_objs, self.collider_objs)
         self.frame_start, self.frame_end = frame_range(scene)
         if self.frame_end <= self.frame_start:
-            raise IPCError(f"Frame range {self.frame_start}..{self.frame_end} is empty; "
-                           "the end frame must come after the start frame")
+            raise IPCError(
+                f"Frame range {self.frame_start}..{self.frame_end} is empty; "
+                "the end frame must come after the start frame"
+            )
         self.substeps = scene.ipc.substeps
         self.n_frames = self.frame_end - self.frame_start + 1
         self.signature = input_signature(scene, self.body_objs, self.collider_objs)
@@ -470,10 +533,9 @@ class BakeJob:
             self.sim = Simulation(self.solver_scene)
         except SolverInputError as err:
             raise IPCError(f"Invalid simulation input: {err}") from err
-        self.frames = [[b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])]
-                        for b in self.inputs]]
+        self.frames = [[b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]]
         self.stats = BakeStats(frames=1)
-        self.failure: Optional[str] = None
+        self.failure: str | None = None
         self.started = time.perf_counter()
 
     def _read(self, context):
@@ -486,14 +548,15 @@ class BakeJob:
             depsgraph = context.evaluated_depsgraph_get()
             bodies = [read_body(o, plane) for o in self.body_objs]
             colliders = [read_collider(o, depsgraph, plane) for o in self.collider_objs]
-            mats = sample_matrices(context, self.body_objs + self.collider_objs,
-                                   self.frame_start, n_steps, self.substeps)
+            mats = sample_matrices(
+                context, self.body_objs + self.collider_objs, self.frame_start, n_steps, self.substeps
+            )
         finally:
             scene.frame_set(frame, subframe=subframe)
         times = np.arange(n_steps + 1) * sim_dt(scene)
         materials = [_material(o) for o in self.body_objs + self.collider_objs]
         solver_scene = build_scene(scene, bodies, colliders, materials, mats, times)
-        frame_mats = mats[::self.substeps, :len(bodies)]
+        frame_mats = mats[:: self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 
     @property
@@ -524,13 +587,13 @@ class BakeJob:
         except (ConvergenceError, SolverInputError) as err:
             self.failure = f"Solver failed at frame {frame}: {err}"
             return
-        except Exception as err:  # noqa: BLE001 - a solver bug must not kill the modal UI
+        except Exception as err:
             self.failure = f"Solver failed at frame {frame}: {type(err).__name__}: {err}"
             return
         self.frames.append([self.sim.body_positions(i).copy() for i in range(len(self.inputs))])
         self.stats.frames = self.frames_done
 
-    def step(self, budget: Optional[float] = None) -> bool:
+    def step(self, budget: float | None = None) -> bool:
         """Compute frames until done or `budget` seconds have passed; returns ``done``."""
         t0 = time.perf_counter()
         while not self.done:
@@ -567,6 +630,5 @@ class BakeJob:
         s.stat_frames = self.frames_done
         s.stat_wall_time = self.stats.wall_time
         s.stat_newton_iters = self.stats.newton_iters
-        s.stat_min_distance = (self.stats.min_distance if math.isfinite(self.stats.min_distance)
-                               else -1.0)
+        s.stat_min_distance = self.stats.min_distance if math.isfinite(self.stats.min_distance) else -1.0
         s.stat_message = self.failure or ""

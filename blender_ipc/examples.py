@@ -1,11 +1,12 @@
 """Example scenes built in the current .blend file."""
+
 import bpy
 import numpy as np
 
 SIDE = 0.45
-TOP_CENTRE = (0.0, 0.0)           # (x, z)
-BOTTOM_CENTRE = (0.045, -0.495)   # top centre shifted by (0.045, -0.495)
-CEILING_START, CEILING_STOP, CEILING_SPEED = 0.27, -0.7, 0.5   # [m], [m], [m/s] downwards
+TOP_CENTRE = (0.0, 0.0)  # (x, z)
+BOTTOM_CENTRE = (0.045, -0.495)  # top centre shifted by (0.045, -0.495)
+CEILING_START, CEILING_STOP, CEILING_SPEED = 0.27, -0.7, 0.5  # [m], [m], [m/s] downwards
 GROUND = -1.0
 
 
@@ -22,8 +23,7 @@ def _grid_square(name, side, n_seg, centre_xz):
 
 def _mesh_object(name, verts, faces, location, edges=()):
     mesh = bpy.data.meshes.new(name)
-    mesh.from_pydata([tuple(map(float, v)) for v in verts], list(edges),
-                     [tuple(map(int, f)) for f in faces])
+    mesh.from_pydata([tuple(map(float, v)) for v in verts], list(edges), [tuple(map(int, f)) for f in faces])
     mesh.update()
     obj = bpy.data.objects.new(name, mesh)
     obj.location = location
@@ -45,6 +45,7 @@ def _animate_ceiling(obj, scene, fps):
         obj.location.z = z
         obj.keyframe_insert("location", index=2, frame=frame)
     from .adapter import fcurves_of
+
     for fc in fcurves_of(obj):
         for kp in fc.keyframe_points:
             kp.interpolation = "LINEAR"
@@ -67,10 +68,18 @@ def build_compressing_squares(context, n_seg=8, fps=25, substeps=4, n_frames=61)
     bottom = _grid_square("IPC_Square_Bottom", SIDE, n_seg, BOTTOM_CENTRE)
     # Ceiling: an 8 m wide slab whose lower edge is the contact surface; wide
     # enough that the square squeezed out sideways stays under it.
-    ceiling = _mesh_object("IPC_Ceiling", [(-4, 0, 0), (4, 0, 0), (4, 0, 0.1), (-4, 0, 0.1)],
-                           [(0, 1, 2, 3)], (0.0, 0.0, CEILING_START))
-    ground = _mesh_object("IPC_Ground_Visual", [(-4, 0, -0.1), (4, 0, -0.1), (4, 0, 0),
-                                                (-4, 0, 0)], [(0, 1, 2, 3)], (0, 0, GROUND))
+    ceiling = _mesh_object(
+        "IPC_Ceiling",
+        [(-4, 0, 0), (4, 0, 0), (4, 0, 0.1), (-4, 0, 0.1)],
+        [(0, 1, 2, 3)],
+        (0.0, 0.0, CEILING_START),
+    )
+    ground = _mesh_object(
+        "IPC_Ground_Visual",
+        [(-4, 0, -0.1), (4, 0, -0.1), (4, 0, 0), (-4, 0, 0)],
+        [(0, 1, 2, 3)],
+        (0, 0, GROUND),
+    )
     for obj in (top, bottom, ceiling, ground):
         collection.objects.link(obj)
     for obj in (top, bottom):

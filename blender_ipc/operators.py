@@ -1,17 +1,21 @@
 """Operators: they read properties, call the adapter and report. No physics here."""
+
 import bpy
 from bpy.props import EnumProperty, IntProperty
 
 from . import adapter, examples
 
-_TARGET_ITEMS = [("SELECTED", "Selected", "Selected deformable bodies"),
-                 ("SCENE", "Scene", "All deformable bodies in the view layer")]
+_TARGET_ITEMS = [
+    ("SELECTED", "Selected", "Selected deformable bodies"),
+    ("SCENE", "Scene", "All deformable bodies in the view layer"),
+]
 
 
 class RunningBake:
     """The modal bake's state, shared with the panel and the Cancel operator. The operator's
     modal() only adds UI (timer, progress bar, status text) around start/tick/cancel, so tests
     can drive these directly in background mode where timers never fire."""
+
     job = None
     cancel_requested = False
     cancel_reason = ""
@@ -71,8 +75,10 @@ def remove_handlers():
 def _progress_text(job) -> str:
     eta = job.estimate_remaining()
     eta_txt = "?" if eta != eta else f"{eta:.0f} s"  # NaN until the first frame is done
-    return (f"IPC bake: frame {job.frames_done} of {job.n_frames}, "
-            f"{job.elapsed():.0f} s elapsed, about {eta_txt} left (Esc to cancel)")
+    return (
+        f"IPC bake: frame {job.frames_done} of {job.n_frames}, "
+        f"{job.elapsed():.0f} s elapsed, about {eta_txt} left (Esc to cancel)"
+    )
 
 
 def _status(context, text):
@@ -100,13 +106,18 @@ def _tag_redraw(context, whole_areas=False):
 
 class IPC_OT_bake(bpy.types.Operator):
     """Simulate the deformable bodies and bake the result into shape keys"""
+
     bl_idname = "ipc.bake"
     bl_label = "Bake IPC Simulation"
     bl_options = {"REGISTER", "UNDO"}
 
     target: EnumProperty(name="Bake", items=_TARGET_ITEMS, default="SELECTED")
-    time_budget_ms: IntProperty(name="Time Budget", default=100, min=10,
-                                description="Computation per UI update in the modal bake [ms]")
+    time_budget_ms: IntProperty(
+        name="Time Budget",
+        default=100,
+        min=10,
+        description="Computation per UI update in the modal bake [ms]",
+    )
 
     @classmethod
     def poll(cls, context):
@@ -171,8 +182,12 @@ class IPC_OT_bake(bpy.types.Operator):
             reason = RunningBake.cancel_reason
             RunningBake.cancel()
             self._end_modal(context)
-            self.report({"WARNING"}, f"IPC bake stopped: {reason}; nothing was baked" if reason
-                        else "IPC bake cancelled; the scene is unchanged")
+            self.report(
+                {"WARNING"},
+                f"IPC bake stopped: {reason}; nothing was baked"
+                if reason
+                else "IPC bake cancelled; the scene is unchanged",
+            )
             return {"CANCELLED"}
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
@@ -189,6 +204,7 @@ class IPC_OT_bake(bpy.types.Operator):
 
 class IPC_OT_cancel_bake(bpy.types.Operator):
     """Stop the running bake and leave the scene as it was"""
+
     bl_idname = "ipc.cancel_bake"
     bl_label = "Cancel Bake"
 
@@ -203,6 +219,7 @@ class IPC_OT_cancel_bake(bpy.types.Operator):
 
 class IPC_OT_delete_bake(bpy.types.Operator):
     """Remove the baked shape keys and restore the original meshes"""
+
     bl_idname = "ipc.delete_bake"
     bl_label = "Delete IPC Bake"
     bl_options = {"REGISTER", "UNDO"}
@@ -210,20 +227,23 @@ class IPC_OT_delete_bake(bpy.types.Operator):
     target: EnumProperty(name="Delete", items=_TARGET_ITEMS, default="SELECTED")
 
     def execute(self, context):
-        pool = (context.selected_objects if self.target == "SELECTED"
-                else list(context.view_layer.objects))
+        pool = context.selected_objects if self.target == "SELECTED" else list(context.view_layer.objects)
         baked = [o for o in pool if o.type == "MESH" and o.ipc.is_baked]
         if not baked:
-            self.report({"ERROR"}, "No baked IPC body among the "
-                        + ("selected objects" if self.target == "SELECTED" else "scene objects"))
+            self.report(
+                {"ERROR"},
+                "No baked IPC body among the "
+                + ("selected objects" if self.target == "SELECTED" else "scene objects"),
+            )
             return {"CANCELLED"}
         if context.mode != "OBJECT":
             self.report({"ERROR"}, "Leave Edit Mode before deleting the bake")
             return {"CANCELLED"}
         foreign = [o.name for o in baked if o.data.shape_keys and not adapter.is_our_bake(o)]
         if foreign:
-            self.report({"ERROR"}, f"'{foreign[0]}' has shape keys that are not an IPC bake; "
-                        "nothing was deleted")
+            self.report(
+                {"ERROR"}, f"'{foreign[0]}' has shape keys that are not an IPC bake; nothing was deleted"
+            )
             return {"CANCELLED"}
         for obj in baked:
             adapter.delete_bake(obj)
@@ -233,6 +253,7 @@ class IPC_OT_delete_bake(bpy.types.Operator):
 
 class IPC_OT_add_example(bpy.types.Operator):
     """Add the compressing-squares example (two squares, a descending ceiling, a ground)"""
+
     bl_idname = "ipc.add_example"
     bl_label = "Add Compressing Squares Example"
     bl_options = {"REGISTER", "UNDO"}

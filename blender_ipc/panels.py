@@ -1,4 +1,5 @@
 """Panels in Properties > Physics and in the 3D view sidebar (tab "IPC")."""
+
 import bpy
 
 from . import adapter
@@ -22,8 +23,7 @@ def draw_object(layout, context, obj):
     if s.is_baked:
         box = layout.box()
         state = "partial bake" if s.bake_partial else "baked"
-        box.label(text=f"{state}: frames {s.bake_frame_start}-{s.bake_frame_end}",
-                  icon="CHECKMARK")
+        box.label(text=f"{state}: frames {s.bake_frame_start}-{s.bake_frame_end}", icon="CHECKMARK")
         if adapter.is_outdated(context, obj):
             box.label(text="Outdated: inputs changed since the bake", icon="ERROR")
         if s.bake_message:

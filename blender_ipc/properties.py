@@ -2,9 +2,17 @@
 
 Only data definitions live here; reading them into solver arrays is the adapter's job.
 """
+
 import bpy
-from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty,
-                       IntProperty, PointerProperty, StringProperty)
+from bpy.props import (
+    BoolProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
 
 # name: (E [Pa], nu, density [kg/m^2], mu). Values are simulation-friendly (soft enough that a
 # 2D Newton solve converges at ordinary time steps), not handbook constants; all are editable.
@@ -52,23 +60,40 @@ def _value_update(self, _context):
 
 class IPC_ObjectSettings(bpy.types.PropertyGroup):
     role: EnumProperty(
-        name="Role", default="NONE",
-        items=[("NONE", "None", "Ignored by the simulation"),
-               ("BODY", "Deformable Body", "Flat mesh simulated as an elastic 2D body"),
-               ("COLLIDER", "Collider", "Animated obstacle: its edges follow the object's motion")])
-    material_preset: EnumProperty(name="Preset", items=_PRESET_ITEMS, default="CUSTOM",
-                                  update=_preset_update)
-    youngs_modulus: FloatProperty(name="Young's Modulus", description="Stiffness E [Pa]",
-                                  default=1.0e5, min=1.0, soft_max=1e9, update=_value_update)
-    poisson_ratio: FloatProperty(name="Poisson Ratio", default=0.4, min=-0.99, max=0.499,
-                                 update=_value_update)
-    density: FloatProperty(name="Density", description="Mass per area [kg/m^2]",
-                           default=1000.0, min=1e-6, update=_value_update)
-    friction: FloatProperty(name="Friction", description="Coulomb friction coefficient",
-                            default=0.4, min=0.0, soft_max=2.0, update=_value_update)
+        name="Role",
+        default="NONE",
+        items=[
+            ("NONE", "None", "Ignored by the simulation"),
+            ("BODY", "Deformable Body", "Flat mesh simulated as an elastic 2D body"),
+            ("COLLIDER", "Collider", "Animated obstacle: its edges follow the object's motion"),
+        ],
+    )
+    material_preset: EnumProperty(name="Preset", items=_PRESET_ITEMS, default="CUSTOM", update=_preset_update)
+    youngs_modulus: FloatProperty(
+        name="Young's Modulus",
+        description="Stiffness E [Pa]",
+        default=1.0e5,
+        min=1.0,
+        soft_max=1e9,
+        update=_value_update,
+    )
+    poisson_ratio: FloatProperty(
+        name="Poisson Ratio", default=0.4, min=-0.99, max=0.499, update=_value_update
+    )
+    density: FloatProperty(
+        name="Density", description="Mass per area [kg/m^2]", default=1000.0, min=1e-6, update=_value_update
+    )
+    friction: FloatProperty(
+        name="Friction",
+        description="Coulomb friction coefficient",
+        default=0.4,
+        min=0.0,
+        soft_max=2.0,
+        update=_value_update,
+    )
     pin_group: StringProperty(
-        name="Pinned Group",
-        description="Vertex group whose vertices follow the object's own animation")
+        name="Pinned Group", description="Vertex group whose vertices follow the object's own animation"
+    )
     # Bake record (written by the bake, read by the panel and Delete Bake).
     is_baked: BoolProperty(default=False, options={"HIDDEN"})
     bake_hash: StringProperty(options={"HIDDEN"})
@@ -80,43 +105,70 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
 
 class IPC_SceneSettings(bpy.types.PropertyGroup):
     plane: EnumProperty(
-        name="Plane", default="XZ",
-        items=[("XZ", "XZ (front)", "Simulate in the XZ plane, gravity along -Z"),
-               ("XY", "XY (top)", "Simulate in the XY plane")])
+        name="Plane",
+        default="XZ",
+        items=[
+            ("XZ", "XZ (front)", "Simulate in the XZ plane, gravity along -Z"),
+            ("XY", "XY (top)", "Simulate in the XY plane"),
+        ],
+    )
     use_frame_range: BoolProperty(name="Custom Frame Range", default=False)
     frame_start: IntProperty(name="Start", default=1)
     frame_end: IntProperty(name="End", default=100)
-    substeps: IntProperty(name="Substeps", description="Time steps per frame",
-                          default=4, min=1, soft_max=50)
-    use_scene_gravity: BoolProperty(name="Scene Gravity", default=True,
-                                    description="Use the scene's gravity projected to the plane")
-    gravity: FloatVectorProperty(name="Gravity", size=2, default=(0.0, -9.81),
-                                 description="In-plane gravity [m/s^2] (horizontal, vertical)")
+    substeps: IntProperty(name="Substeps", description="Time steps per frame", default=4, min=1, soft_max=50)
+    use_scene_gravity: BoolProperty(
+        name="Scene Gravity", default=True, description="Use the scene's gravity projected to the plane"
+    )
+    gravity: FloatVectorProperty(
+        name="Gravity",
+        size=2,
+        default=(0.0, -9.81),
+        description="In-plane gravity [m/s^2] (horizontal, vertical)",
+    )
     dhat_mode: EnumProperty(
-        name="Contact Gap", default="RELATIVE",
-        items=[("RELATIVE", "Relative", "Fraction of the bodies' bounding-box diagonal"),
-               ("ABSOLUTE", "Absolute", "Distance in metres")])
-    dhat_relative: FloatProperty(name="d\u0302 (relative)", default=1e-3, min=1e-6, max=0.1,
-                                 precision=5)
+        name="Contact Gap",
+        default="RELATIVE",
+        items=[
+            ("RELATIVE", "Relative", "Fraction of the bodies' bounding-box diagonal"),
+            ("ABSOLUTE", "Absolute", "Distance in metres"),
+        ],
+    )
+    dhat_relative: FloatProperty(name="d\u0302 (relative)", default=1e-3, min=1e-6, max=0.1, precision=5)
     dhat: FloatProperty(name="d\u0302", default=0.01, min=1e-7, precision=5, unit="LENGTH")
     kappa_auto: BoolProperty(name="Automatic Stiffness", default=True)
     kappa: FloatProperty(name="Barrier Stiffness", default=1e5, min=1e-6)
     formulation: EnumProperty(
-        name="Formulation", default="original",
-        items=[("original", "Original", "Sum over point-edge pairs"),
-               ("convergent", "Convergent", "Point-point duplicates subtracted")])
-    eps_v: FloatProperty(name="Friction \u03b5v", default=1e-3, min=1e-8, precision=5,
-                         description="Friction smoothing velocity [m/s]")
-    newton_tol: FloatProperty(name="Newton Tolerance", default=1e-3, min=1e-9, precision=5,
-                              description="Stop when |dx|_inf / dt is below this [m/s]. "
-                                          "Smaller values give more accurate sliding friction")
+        name="Formulation",
+        default="original",
+        items=[
+            ("original", "Original", "Sum over point-edge pairs"),
+            ("convergent", "Convergent", "Point-point duplicates subtracted"),
+        ],
+    )
+    eps_v: FloatProperty(
+        name="Friction \u03b5v",
+        default=1e-3,
+        min=1e-8,
+        precision=5,
+        description="Friction smoothing velocity [m/s]",
+    )
+    newton_tol: FloatProperty(
+        name="Newton Tolerance",
+        default=1e-3,
+        min=1e-9,
+        precision=5,
+        description="Stop when |dx|_inf / dt is below this [m/s]. "
+        "Smaller values give more accurate sliding friction",
+    )
     max_newton_iters: IntProperty(name="Max Newton Iterations", default=100, min=1)
     use_ground: BoolProperty(name="Ground", default=False)
     ground_height: FloatProperty(name="Height", default=0.0, unit="LENGTH")
     ground_friction: FloatProperty(name="Ground Friction", default=0.4, min=0.0)
     keep_partial: BoolProperty(
         name="Keep Partial Bake",
-        description="On a solver failure keep the frames baked so far", default=False)
+        description="On a solver failure keep the frames baked so far",
+        default=False,
+    )
     # Statistics of the last bake (shown in the panel).
     stat_frames: IntProperty(options={"HIDDEN"})
     stat_wall_time: FloatProperty(options={"HIDDEN"})

@@ -14,6 +14,7 @@ Runs in the bpy venv (``.venv/bin/python scripts/demo.py``):
 6. prints a summary (frames, wall time, Newton iterations, smallest gap, rotation of each
    square) and writes it to ``out/summary.txt``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,10 @@ def find_zip(explicit: str | None) -> str:
         return explicit
     zips = sorted(glob.glob(os.path.join(ROOT, "dist", "blender_ipc-*.zip")), key=os.path.getmtime)
     if not zips:
-        raise SystemExit("demo: no dist/blender_ipc-*.zip; build it first with `python3 build_addon.py`"
-                         " (`make demo` does this)")
+        raise SystemExit(
+            "demo: no dist/blender_ipc-*.zip; build it first with `python3 build_addon.py`"
+            " (`make demo` does this)"
+        )
     return zips[-1]
 
 
@@ -59,6 +62,7 @@ def import_addon(zip_path: str, out_dir: str):
     for name in [m for m in sys.modules if m == "blender_ipc" or m.startswith("blender_ipc.")]:
         del sys.modules[name]
     import blender_ipc
+
     if not os.path.abspath(blender_ipc.__file__).startswith(os.path.abspath(target)):
         raise SystemExit(f"demo: imported blender_ipc from {blender_ipc.__file__}, not from the zip")
     return blender_ipc
@@ -79,6 +83,7 @@ def progress_lines(addon, every: float = 0.0):
         def beat():
             while not stop.wait(5.0):
                 say(f"[bake] ... {time.perf_counter() - t0:.0f} s")
+
         thread = threading.Thread(target=beat, daemon=True)
         thread.start()
         try:
@@ -98,9 +103,11 @@ def progress_lines(addon, every: float = 0.0):
             stats = getattr(job, "stats", None)
             iters = getattr(stats, "newton_iters", "?")
             gap = getattr(stats, "min_distance", float("nan"))
-            say(f"[bake] frame {job.frames_done:3d}/{job.n_frames}  {job.elapsed():6.1f} s elapsed"
+            say(
+                f"[bake] frame {job.frames_done:3d}/{job.n_frames}  {job.elapsed():6.1f} s elapsed"
                 f"  ~{eta:5.0f} s left  Newton iterations so far {iters}  smallest gap {gap:.3g} m"
-                + (f"  FAILED: {job.failure}" if getattr(job, "failure", None) else ""))
+                + (f"  FAILED: {job.failure}" if getattr(job, "failure", None) else "")
+            )
         return result
 
     job_cls.step_frame = step_frame
@@ -154,16 +161,21 @@ def main(argv=None) -> int:
     ap.add_argument("--frames", type=int, default=None, help="frames to bake (default: the example's)")
     ap.add_argument("--out", default=os.path.join(ROOT, "out"), help="output folder (default out/)")
     ap.add_argument("--zip", default=None, help="add-on zip (default: newest dist/blender_ipc-*.zip)")
-    ap.add_argument("--picture", choices=("auto", "workbench", "draw"), default="auto",
-                    help="filmstrip from a Workbench render or drawn with numpy (default auto)")
+    ap.add_argument(
+        "--picture",
+        choices=("auto", "workbench", "draw"),
+        default="auto",
+        help="filmstrip from a Workbench render or drawn with numpy (default auto)",
+    )
     ap.add_argument("--width", type=int, default=320, help="width of one picture frame [px]")
     args = ap.parse_args(argv)
 
     t_total = time.perf_counter()
     out_dir = os.path.abspath(args.out)
     os.makedirs(out_dir, exist_ok=True)
-    say(f"[demo] Blender as a Python module: importing bpy ...")
+    say("[demo] Blender as a Python module: importing bpy ...")
     import bpy
+
     say(f"[demo] Blender {bpy.app.version_string}, numpy {np.__version__}")
     bpy.ops.wm.read_factory_settings(use_empty=True)
 
@@ -187,8 +199,10 @@ def run(bpy, addon, args, out_dir, t_total) -> int:
     h = 1.0 / (scene.render.fps / scene.render.fps_base * substeps)
     n_verts = sum(len(o.data.vertices) for o in bodies)
     n_tris = sum(len(o.data.polygons) * 2 for o in bodies)
-    say(f"[demo] scene: 2 squares, n_seg={args.n_seg} ({n_verts} vertices, {n_tris} triangles), "
-        f"{n_frames} frames x {substeps} substeps (h = {h:.4g} s)")
+    say(
+        f"[demo] scene: 2 squares, n_seg={args.n_seg} ({n_verts} vertices, {n_tris} triangles), "
+        f"{n_frames} frames x {substeps} substeps (h = {h:.4g} s)"
+    )
 
     rest = {o.name: shape_key_frames(o) if o.data.shape_keys else None for o in bodies}
     assert all(v is None for v in rest.values()), "fresh scene should have no shape keys"
@@ -221,8 +235,17 @@ def run(bpy, addon, args, out_dir, t_total) -> int:
     film = os.path.join(out_dir, "filmstrip.png")
     gif = os.path.join(out_dir, "compressing_squares.gif")
     method = render_filmstrip.make_pictures(
-        bpy.context, film, gif, n_strip=6, n_gif=min(n_frames, 31), width=args.width,
-        frames_dir=os.path.join(out_dir, "frames"), method=args.picture, columns=3, log=say)
+        bpy.context,
+        film,
+        gif,
+        n_strip=6,
+        n_gif=min(n_frames, 31),
+        width=args.width,
+        frames_dir=os.path.join(out_dir, "frames"),
+        method=args.picture,
+        columns=3,
+        log=say,
+    )
     pic_wall = time.perf_counter() - t_pic
 
     s = scene.ipc

@@ -15,6 +15,7 @@ Standalone use on a saved bake (runs in the bpy venv, the add-on is not needed f
 ``import bpy`` happens inside the functions that need it, so the image helpers are importable
 (and testable) without Blender.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,13 +28,13 @@ import numpy as np
 
 # Palette of the drawn/rendered pictures (sRGB 0..255).
 BACKGROUND = (250, 250, 247)
-BODY_COLORS = [(217, 95, 2), (27, 158, 119), (117, 112, 179), (231, 41, 138), (102, 166, 30),
-               (230, 171, 2)]
+BODY_COLORS = [(217, 95, 2), (27, 158, 119), (117, 112, 179), (231, 41, 138), (102, 166, 30), (230, 171, 2)]
 COLLIDER_COLOR = (90, 90, 90)
 LABEL_COLOR = (40, 40, 40)
 
 
 # ----------------------------------------------------------------------------- PNG / GIF writers
+
 
 def write_png(path: str, rgb: np.ndarray) -> None:
     """Write an (h, w, 3) uint8 image as an 8-bit RGB PNG (zlib from the stdlib)."""
@@ -45,13 +46,18 @@ def write_png(path: str, rgb: np.ndarray) -> None:
     raw = np.concatenate([np.zeros((h, 1), np.uint8), rgb.reshape(h, w * 3)], axis=1).tobytes()
 
     def chunk(tag: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + tag + data
-                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+        return (
+            struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+        )
 
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8 bit, colour type 2 (RGB)
     with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-                + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+        f.write(
+            b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(raw, 9))
+            + chunk(b"IEND", b"")
+        )
 
 
 def read_png(path: str) -> np.ndarray:
@@ -62,8 +68,8 @@ def read_png(path: str) -> np.ndarray:
         raise ValueError(f"{path}: not a PNG file")
     pos, idat, w = 8, [], None
     while pos < len(data):
-        (n,) = struct.unpack(">I", data[pos:pos + 4])
-        tag, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        (n,) = struct.unpack(">I", data[pos : pos + 4])
+        tag, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + n]
         if tag == b"IHDR":
             w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
             if depth != 8 or ctype not in (2, 6) or interlace:
@@ -166,8 +172,8 @@ def quantize(images: list[np.ndarray], max_colors: int = 256):
         flat = im.reshape(-1, 3).astype(np.int32)
         idx = np.empty(len(flat), np.uint8)
         for s in range(0, len(flat), 65536):  # chunks bound the (pixels x palette) distance matrix
-            d = ((flat[s:s + 65536, None, :] - palette[None, :, :]) ** 2).sum(axis=2)
-            idx[s:s + 65536] = d.argmin(axis=1)
+            d = ((flat[s : s + 65536, None, :] - palette[None, :, :]) ** 2).sum(axis=2)
+            idx[s : s + 65536] = d.argmin(axis=1)
         out.append(idx.reshape(im.shape[:2]))
     return palette.astype(np.uint8), out
 
@@ -178,7 +184,7 @@ def write_gif(path: str, images: list[np.ndarray], delay_cs: int = 4) -> None:
     h, w = frames[0].shape
     bits = max(1, int(np.ceil(np.log2(max(len(palette), 2)))))
     table = np.zeros((1 << bits, 3), np.uint8)
-    table[:len(palette)] = palette
+    table[: len(palette)] = palette
     out = bytearray(b"GIF89a" + struct.pack("<HHBBB", w, h, 0x80 | (bits - 1), 0, 0))
     out += table.tobytes()
     out += b"\x21\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00"  # loop forever
@@ -188,7 +194,7 @@ def write_gif(path: str, images: list[np.ndarray], delay_cs: int = 4) -> None:
         out += b"\x2c" + struct.pack("<HHHHB", 0, 0, w, h, 0) + bytes([min_code])
         data = _lzw_encode(idx.tobytes(), min_code)
         for s in range(0, len(data), 255):
-            block = data[s:s + 255]
+            block = data[s : s + 255]
             out += bytes([len(block)]) + block
         out += b"\x00"
     out += b"\x3b"
@@ -200,26 +206,39 @@ def write_gif(path: str, images: list[np.ndarray], delay_cs: int = 4) -> None:
 
 # 3x5 bitmap glyphs for frame labels ("frame 12  t=0.48 s").
 _GLYPHS = {
-    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111",
-    "3": "111001111001111", "4": "101101111001001", "5": "111100111001111",
-    "6": "111100111101111", "7": "111001001001001", "8": "111101111101111",
-    "9": "111101111001111", ".": "000000000000010", "=": "000111000111000",
-    " ": "000000000000000", "t": "010111010010011", "s": "000011010001110",
-    "f": "011010111010010", "r": "000101110100100", "a": "000011101101011",
-    "m": "000111111101101", "e": "000111111100011", "-": "000000111000000",
+    "0": "111101101101111",
+    "1": "010110010010111",
+    "2": "111001111100111",
+    "3": "111001111001111",
+    "4": "101101111001001",
+    "5": "111100111001111",
+    "6": "111100111101111",
+    "7": "111001001001001",
+    "8": "111101111101111",
+    "9": "111101111001111",
+    ".": "000000000000010",
+    "=": "000111000111000",
+    " ": "000000000000000",
+    "t": "010111010010011",
+    "s": "000011010001110",
+    "f": "011010111010010",
+    "r": "000101110100100",
+    "a": "000011101101011",
+    "m": "000111111101101",
+    "e": "000111111100011",
+    "-": "000000111000000",
 }
 
 
-def draw_text(img: np.ndarray, text: str, x: int, y: int, scale: int = 2,
-              color=LABEL_COLOR) -> None:
+def draw_text(img: np.ndarray, text: str, x: int, y: int, scale: int = 2, color=LABEL_COLOR) -> None:
     """Stamp ``text`` (glyphs above) into img at pixel (x, y) = top-left corner."""
     for ch in text:
         glyph = _GLYPHS.get(ch, _GLYPHS[" "])
         mask = np.array([c == "1" for c in glyph]).reshape(5, 3)
         mask = np.kron(mask, np.ones((scale, scale), bool))
         hh, ww = mask.shape
-        sub = img[y:y + hh, x:x + ww]
-        sub[mask[:sub.shape[0], :sub.shape[1]]] = color
+        sub = img[y : y + hh, x : x + ww]
+        sub[mask[: sub.shape[0], : sub.shape[1]]] = color
         x += (3 + 1) * scale
 
 
@@ -237,12 +256,12 @@ def fill_triangles(img: np.ndarray, tris: np.ndarray, color) -> None:
         e1 = (cx - bx) * (py - by) - (cy - by) * (px - bx)
         e2 = (ax - cx) * (py - cy) - (ay - cy) * (px - cx)
         inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
-        img[y0:y1 + 1, x0:x1 + 1][inside] = color
+        img[y0 : y1 + 1, x0 : x1 + 1][inside] = color
 
 
 def draw_segments(img: np.ndarray, segs: np.ndarray, color, width: float = 1.0) -> None:
     """Draw segments (k, 2, 2) in pixel coordinates as thin quads."""
-    for (a, b) in segs:
+    for a, b in segs:
         d = b - a
         n = np.hypot(*d)
         if n == 0:
@@ -252,8 +271,9 @@ def draw_segments(img: np.ndarray, segs: np.ndarray, color, width: float = 1.0) 
         fill_triangles(img, quad, color)
 
 
-def filmstrip(images: list[np.ndarray], labels: list[str], columns: int | None = None,
-              gap: int = 6) -> np.ndarray:
+def filmstrip(
+    images: list[np.ndarray], labels: list[str], columns: int | None = None, gap: int = 6
+) -> np.ndarray:
     """Frames in reading order on a grid (one row by default), a label under each."""
     h, w = images[0].shape[:2]
     columns = columns or len(images)
@@ -263,12 +283,13 @@ def filmstrip(images: list[np.ndarray], labels: list[str], columns: int | None =
     out = np.full((rows * cell_h, columns * cell_w - gap, 3), 255, np.uint8)
     for k, (im, text) in enumerate(zip(images, labels)):
         y, x = (k // columns) * cell_h, (k % columns) * cell_w
-        out[y:y + h, x:x + w] = im
+        out[y : y + h, x : x + w] = im
         draw_text(out, text, x + 4, y + h + 4)
     return out
 
 
 # ----------------------------------------------------------------------------- Blender side
+
 
 def plane_axes(scene) -> tuple[int, int]:
     """World axes (horizontal, vertical) of the simulation plane: XZ (default) or XY."""
@@ -384,6 +405,7 @@ def _srgb_to_linear(c):
 def setup_workbench(context, box, width=320):
     """Orthographic camera facing the plane, Workbench flat shading with per-object colours."""
     import bpy
+
     scene = context.scene
     axes = plane_axes(scene)
     xmin, xmax, ymin, ymax = box
@@ -397,7 +419,7 @@ def setup_workbench(context, box, width=320):
     if axes == (0, 2):  # XZ plane, front view: camera at -Y looking along +Y
         cam.location = (cx, -50.0, cy)
         cam.rotation_euler = (np.pi / 2, 0.0, 0.0)
-    else:               # XY plane, top view
+    else:  # XY plane, top view
         cam.location = (cx, cy, 50.0)
         cam.rotation_euler = (0.0, 0.0, 0.0)
     scene.camera = cam
@@ -431,6 +453,7 @@ def setup_workbench(context, box, width=320):
 def render_frames_workbench(context, frames, box, out_dir, width=320):
     """Render each frame with Workbench to out_dir/frame_####.png and read the pixels back."""
     import bpy
+
     os.makedirs(out_dir, exist_ok=True)
     setup_workbench(context, box, width)
     scene = context.scene
@@ -443,8 +466,18 @@ def render_frames_workbench(context, frames, box, out_dir, width=320):
     return images
 
 
-def make_pictures(context, out_png, out_gif=None, n_strip=6, n_gif=None, width=320,
-                  frames_dir=None, method="auto", columns=None, log=print):
+def make_pictures(
+    context,
+    out_png,
+    out_gif=None,
+    n_strip=6,
+    n_gif=None,
+    width=320,
+    frames_dir=None,
+    method="auto",
+    columns=None,
+    log=print,
+):
     """Filmstrip PNG of ``n_strip`` frames (+ optional GIF of ``n_gif`` frames, numpy-drawn).
 
     method: "workbench", "draw" or "auto" (Workbench, falling back to drawing).
@@ -466,10 +499,11 @@ def make_pictures(context, out_png, out_gif=None, n_strip=6, n_gif=None, width=3
     images = None
     if method in ("auto", "workbench"):
         try:
-            images = render_frames_workbench(context, strip_frames, box,
-                                             frames_dir or os.path.dirname(out_png) or ".", width)
+            images = render_frames_workbench(
+                context, strip_frames, box, frames_dir or os.path.dirname(out_png) or ".", width
+            )
             used = "workbench"
-        except Exception as err:  # noqa: BLE001 - any rendering failure falls back to drawing
+        except Exception as err:
             if method == "workbench":
                 raise
             log(f"[picture] Workbench render failed ({err}); drawing the shape keys with numpy")
@@ -482,8 +516,13 @@ def make_pictures(context, out_png, out_gif=None, n_strip=6, n_gif=None, width=3
         gif_images = draw_frames(context, gif_frames, box, width)
         for f, im in zip(gif_frames, gif_images):
             draw_text(im, label(f), 4, 4)
-        write_gif(out_gif, gif_images, delay_cs=max(2, int(round(100 * (gif_frames[1] - gif_frames[0]) / fps)))
-                  if len(gif_frames) > 1 else 4)
+        write_gif(
+            out_gif,
+            gif_images,
+            delay_cs=max(2, int(round(100 * (gif_frames[1] - gif_frames[0]) / fps)))
+            if len(gif_frames) > 1
+            else 4,
+        )
         log(f"[picture] {out_gif}: {len(gif_frames)} frames (drawn from the shape keys)")
     scene.frame_set(frame_before)
     return used
@@ -500,11 +539,20 @@ def main(argv=None):
     ap.add_argument("--method", choices=("auto", "workbench", "draw"), default="auto")
     args = ap.parse_args(argv)
     import bpy
+
     bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.blend))
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    make_pictures(bpy.context, args.out, args.gif, n_strip=args.frames, n_gif=40 if args.gif else None,
-                  width=args.width, frames_dir=os.path.join(os.path.dirname(os.path.abspath(args.out)), "frames"),
-                  method=args.method, columns=args.columns)
+    make_pictures(
+        bpy.context,
+        args.out,
+        args.gif,
+        n_strip=args.frames,
+        n_gif=40 if args.gif else None,
+        width=args.width,
+        frames_dir=os.path.join(os.path.dirname(os.path.abspath(args.out)), "frames"),
+        method=args.method,
+        columns=args.columns,
+    )
     return 0
 
 

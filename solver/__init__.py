@@ -9,13 +9,24 @@ Public API::
                         Simulation, simulate, StepStats, Trajectory,
                         SolverInputError, ConvergenceError)
 """
+
 from .errors import ConvergenceError, SolverInputError
 from .scene import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
 from .simulation import Simulation, StepStats, Trajectory, simulate
 
 __all__ = [
-    "Material", "Body", "Pin", "Collider", "HalfPlane", "SimParams", "Scene",
-    "Simulation", "simulate", "StepStats", "Trajectory",
-    "SolverInputError", "ConvergenceError",
+    "Body",
+    "Collider",
+    "ConvergenceError",
+    "HalfPlane",
+    "Material",
+    "Pin",
+    "Scene",
+    "SimParams",
+    "Simulation",
+    "SolverInputError",
+    "StepStats",
+    "Trajectory",
+    "simulate",
 ]
 __version__ = "0.1.0"

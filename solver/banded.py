@@ -9,6 +9,7 @@
   blocks with dense s x s kernels (``np.linalg.cholesky`` raises when the
   matrix is not positive definite, which is the test Newton needs).
 """
+
 import numpy as np
 
 
@@ -19,7 +20,7 @@ def reverse_cuthill_mckee(rows, cols, n):
     level lists the new vertices in the order of their parents, then by degree."""
     off = rows != cols
     key = np.unique(rows[off].astype(np.int64) * n + cols[off])
-    src, dst = key // n, key % n                      # sorted by src: a CSR adjacency
+    src, dst = key // n, key % n  # sorted by src: a CSR adjacency
     degree = np.bincount(src, minlength=n)
     start = np.concatenate([[0], np.cumsum(degree)])
     visited = np.zeros(n, bool)
@@ -56,7 +57,7 @@ class NotPositiveDefiniteBlock(np.linalg.LinAlgError):
     """A diagonal block's Cholesky factorization failed."""
 
 
-MIN_BLOCK = 48   # blocks smaller than this cost more in per-call overhead than in flops
+MIN_BLOCK = 48  # blocks smaller than this cost more in per-call overhead than in flops
 
 
 def block_tridiagonal_cholesky_solve(pr, pc, vals, rhs_perm, band):
@@ -70,13 +71,17 @@ def block_tridiagonal_cholesky_solve(pr, pc, vals, rhs_perm, band):
     bi, bj = pr // s, pc // s
     diag = bi == bj
     lower = bi == bj + 1
-    D = np.bincount((bi[diag] * s + pr[diag] % s) * s + pc[diag] % s, weights=vals[diag],
-                    minlength=m * s * s).reshape(m, s, s)
-    E = np.bincount((bj[lower] * s + pr[lower] % s) * s + pc[lower] % s, weights=vals[lower],
-                    minlength=max(m - 1, 1) * s * s).reshape(-1, s, s)   # E[k] = A[block k+1, block k]
+    D = np.bincount(
+        (bi[diag] * s + pr[diag] % s) * s + pc[diag] % s, weights=vals[diag], minlength=m * s * s
+    ).reshape(m, s, s)
+    E = np.bincount(
+        (bj[lower] * s + pr[lower] % s) * s + pc[lower] % s,
+        weights=vals[lower],
+        minlength=max(m - 1, 1) * s * s,
+    ).reshape(-1, s, s)  # E[k] = A[block k+1, block k]
     pad = size - n
     if pad:
-        D[-1, s - pad:, s - pad:] += np.eye(pad)       # identity on the padding
+        D[-1, s - pad :, s - pad :] += np.eye(pad)  # identity on the padding
     # Factor: L[k] L[k]^T = D[k] - S[k-1] S[k-1]^T, S[k] = E[k] L[k]^-T.  The
     # inverses of the (well-conditioned: cond(L) = sqrt(cond(D))) diagonal
     # factors turn every later triangular solve into one matrix product.
@@ -93,9 +98,9 @@ def block_tridiagonal_cholesky_solve(pr, pc, vals, rhs_perm, band):
         raise NotPositiveDefiniteBlock(f"block {k} of {m} is not positive definite") from None
     b = np.concatenate([rhs_perm, np.zeros(pad)]).reshape(m, s)
     y = np.empty_like(b)
-    for k in range(m):                                 # L y = b
+    for k in range(m):  # L y = b
         y[k] = Linv[k] @ (b[k] - S[k - 1] @ y[k - 1] if k else b[k])
     x = np.empty_like(b)
-    for k in range(m - 1, -1, -1):                     # L^T x = y
+    for k in range(m - 1, -1, -1):  # L^T x = y
         x[k] = Linv[k].T @ (y[k] - S[k].T @ x[k + 1] if k + 1 < m else y[k])
     return x.ravel()[:n]

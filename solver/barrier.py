@@ -15,6 +15,7 @@ pressure [Pa] -- the "physical barrier" of seed 004.
 The domain is guarded NaN-safely: the formula is only evaluated on clipped
 arguments and the out-of-range values are selected with ``np.where``.
 """
+
 import numpy as np
 
 from .distance import distance_sq, distance_sq_derivatives, distance_sq_gradient
@@ -24,7 +25,7 @@ from .linalg import project_psd
 def barrier(s):
     """B(s), (n,) -> (n,). inf for s <= 0, 0 for s >= 1."""
     sc = np.clip(s, 1e-300, 1.0)
-    val = -(sc - 1.0) ** 2 * np.log(sc)
+    val = -((sc - 1.0) ** 2) * np.log(sc)
     return np.where(s <= 0.0, np.inf, np.where(s >= 1.0, 0.0, val))
 
 

@@ -6,6 +6,7 @@ points inflated by ``pad``); boxes are rasterised into grid cells, the
 edges with ``searchsorted`` -- all vectorised, roughly linear in the number
 of primitives.  The brute-force all-pairs version is kept as a test oracle.
 """
+
 import numpy as np
 
 BRUTE_FORCE_MAX = 16384  # point-edge box tests up to which the dense test beats hashing

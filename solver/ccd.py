@@ -16,6 +16,7 @@
 * :func:`inversion_step` -- largest step keeping every triangle's signed area
   above ``eta`` times its current value (a quadratic in the step).
 """
+
 import numpy as np
 
 
@@ -41,7 +42,7 @@ def accd_point_edge(X, dX, eta=0.1, t_max=1.0, max_iter=1000):
     toi = np.full(n, t_max)
     if n == 0:
         return toi
-    dX = dX - dX.mean(axis=1, keepdims=True)   # only relative motion matters
+    dX = dX - dX.mean(axis=1, keepdims=True)  # only relative motion matters
     norms = np.linalg.norm(dX, axis=2)
     lp = norms[:, 0] + np.maximum(norms[:, 1], norms[:, 2])
     d0 = _dist(X)
@@ -66,7 +67,7 @@ def accd_point_edge(X, dX, eta=0.1, t_max=1.0, max_iter=1000):
         t = t_new
         tl = 0.9 * d / lpa
     else:
-        toi[act] = t     # iteration cap: what was reached so far is safe
+        toi[act] = t  # iteration cap: what was reached so far is safe
     return toi
 
 
@@ -112,20 +113,20 @@ def _exact_step(X, dX, eta, t_max):
     c1 = _cross(E0[:, 0], E0[:, 1], dA[:, 0], dA[:, 1]) + _cross(dE[:, 0], dE[:, 1], A0[:, 0], A0[:, 1])
     c2 = _cross(dE[:, 0], dE[:, 1], dA[:, 0], dA[:, 1])
     # magnitude of the terms that make up c: the rounding scale of c(t)
-    size = (np.linalg.norm(A0, axis=1) + np.linalg.norm(dA, axis=1) * t_max) * \
-        (np.linalg.norm(E0, axis=1) + np.linalg.norm(dE, axis=1) * t_max)
+    size = (np.linalg.norm(A0, axis=1) + np.linalg.norm(dA, axis=1) * t_max) * (
+        np.linalg.norm(E0, axis=1) + np.linalg.norm(dE, axis=1) * t_max
+    )
     tiny = 1e-9 * size
     quad = np.abs(c2) * t_max * t_max > tiny
     disc = c1 * c1 - 4.0 * c2 * c0
     sq = np.sqrt(np.maximum(disc, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        q = -0.5 * (c1 + np.copysign(sq, c1))          # stable pair of quadratic roots
+        q = -0.5 * (c1 + np.copysign(sq, c1))  # stable pair of quadratic roots
         r1 = np.where(quad, q / c2, -c0 / c1)
         r2 = np.where(quad, c0 / q, np.inf)
     roots = np.stack([r1, r2], axis=1)
-    real = ~quad | (disc >= 0.0)                        # complex roots: c never vanishes
-    roots = np.where(real[:, None] & np.isfinite(roots) & (roots >= 0.0) & (roots <= t_max),
-                     roots, np.inf)
+    real = ~quad | (disc >= 0.0)  # complex roots: c never vanishes
+    roots = np.where(real[:, None] & np.isfinite(roots) & (roots >= 0.0) & (roots <= t_max), roots, np.inf)
     # keep roots where the point projects onto the segment (widened: a near
     # miss at an end point counts as a hit, which only shortens the step)
     rt = np.where(np.isfinite(roots), roots, 0.0)
@@ -173,7 +174,7 @@ def _collinear_step(X, dX, c_bound, eta, t_max):
     B0, dB = X[:, 0] - X[:, 2], dX[:, 0] - dX[:, 2]
     E0, dE = X[:, 2] - X[:, 1], dX[:, 2] - dX[:, 1]
     ee, ede, dede = _dot(E0, E0), _dot(E0, dE), _dot(dE, dE)
-    t_min = np.clip(-ede / np.where(dede > 0, dede, 1.0), 0.0, t_max)    # shortest edge on [0, t_max]
+    t_min = np.clip(-ede / np.where(dede > 0, dede, 1.0), 0.0, t_max)  # shortest edge on [0, t_max]
     e_min = np.sqrt(np.maximum(ee + 2.0 * t_min * ede + t_min * t_min * dede, 0.0))
     s0 = _dot(A0, E0) / np.where(ee > 0, ee, 1.0)
     target = eta * _dist(X)
@@ -195,8 +196,9 @@ def _first_reach(P0, dP, r, t_max):
     with np.errstate(divide="ignore", invalid="ignore"):
         q = -0.5 * (b + np.copysign(np.sqrt(np.maximum(disc, 0.0)), b))
         roots = np.stack([q / a, c / q], axis=1)
-    roots = np.where((disc >= 0.0)[:, None] & (a > 0)[:, None] & (roots >= 0.0) & (roots <= t_max),
-                     roots, np.inf)
+    roots = np.where(
+        (disc >= 0.0)[:, None] & (a > 0)[:, None] & (roots >= 0.0) & (roots <= t_max), roots, np.inf
+    )
     return roots.min(axis=1)
 
 

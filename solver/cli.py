@@ -4,6 +4,7 @@ Exit codes: 0 success, 2 bad input (scene, arguments, unwritable output),
 3 the solver did not converge.  See ``docs/scene_format.md`` for the scene
 format and the layout of the trajectory ``.npz`` file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,18 @@ from .scene_io import dumps_scene, load_scene, save_scene, scene_to_dict
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED = 0, 2, 3
 TRAJECTORY_FORMAT = "blender-ipc-trajectory"
 TRAJECTORY_VERSION = 1
-STAT_FIELDS = ("step", "time", "newton_iters", "converged", "min_distance", "active_contacts",
-               "min_alpha", "wall_time", "collider_lag", "kappa")
+STAT_FIELDS = (
+    "step",
+    "time",
+    "newton_iters",
+    "converged",
+    "min_distance",
+    "active_contacts",
+    "min_alpha",
+    "wall_time",
+    "collider_lag",
+    "kappa",
+)
 
 
 class _BadInput(Exception):
@@ -36,6 +47,7 @@ class _BadInput(Exception):
 # --------------------------------------------------------------------------
 # trajectory file
 # --------------------------------------------------------------------------
+
 
 def _offsets(sizes):
     return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
@@ -58,7 +70,8 @@ def trajectory_arrays(scene, traj):
         return np.concatenate([np.asarray(a, np.int64) + o for a, o in zip(index_arrays, offsets)])
 
     out = {
-        "format": np.array(TRAJECTORY_FORMAT), "version": np.array(TRAJECTORY_VERSION),
+        "format": np.array(TRAJECTORY_FORMAT),
+        "version": np.array(TRAJECTORY_VERSION),
         "times": np.asarray(traj.times, float),
         "positions": stack(traj.body_positions),
         "body_offsets": body_off,
@@ -73,8 +86,7 @@ def trajectory_arrays(scene, traj):
         "scene_json": np.array(json.dumps(scene_to_dict(scene))),
     }
     stats = traj.stats
-    dtypes = {"step": np.int64, "newton_iters": np.int64, "active_contacts": np.int64,
-              "converged": bool}
+    dtypes = {"step": np.int64, "newton_iters": np.int64, "active_contacts": np.int64, "converged": bool}
     for name in STAT_FIELDS:
         out[name] = np.array([getattr(s, name) for s in stats], dtype=dtypes.get(name, float))
     out["message"] = np.array([s.message for s in stats], dtype=str).reshape(-1)
@@ -103,14 +115,14 @@ def read_trajectory(path):
     off = out["body_offsets"]
     out["body_positions"] = [out["positions"][:, a:b] for a, b in zip(off[:-1], off[1:])]
     off = out["collider_offsets"]
-    out["collider_positions_list"] = [out["collider_positions"][:, a:b]
-                                      for a, b in zip(off[:-1], off[1:])]
+    out["collider_positions_list"] = [out["collider_positions"][:, a:b] for a, b in zip(off[:-1], off[1:])]
     return out
 
 
 # --------------------------------------------------------------------------
 # progress reporting
 # --------------------------------------------------------------------------
+
 
 def _fmt_seconds(sec):
     if not math.isfinite(sec):
@@ -140,10 +152,12 @@ class Progress:
         elapsed = time.perf_counter() - self.start
         eta = elapsed / step * (n_steps - step) if step else float("nan")
         ok = "" if stats.converged else " NOT CONVERGED"
-        return (f"step {step}/{n_steps} t={stats.time:.3f}s newton={stats.newton_iters} "
-                f"contacts={stats.active_contacts} min_d={stats.min_distance:.2e} "
-                f"alpha={stats.min_alpha:.2f} lag={stats.collider_lag:.1e} "
-                f"elapsed {_fmt_seconds(elapsed)} eta {_fmt_seconds(eta)}{ok}")
+        return (
+            f"step {step}/{n_steps} t={stats.time:.3f}s newton={stats.newton_iters} "
+            f"contacts={stats.active_contacts} min_d={stats.min_distance:.2e} "
+            f"alpha={stats.min_alpha:.2f} lag={stats.collider_lag:.1e} "
+            f"elapsed {_fmt_seconds(elapsed)} eta {_fmt_seconds(eta)}{ok}"
+        )
 
     def __call__(self, step, n_steps, stats):
         now = time.perf_counter()
@@ -171,6 +185,7 @@ class Progress:
 # --------------------------------------------------------------------------
 # commands
 # --------------------------------------------------------------------------
+
 
 def _steps(args, scene, default):
     if args.steps is not None and args.duration is not None:
@@ -204,9 +219,11 @@ def _simulate_and_write(scene, n_steps, out, args):
         if progress:
             progress.finish()
         where = f" at step {exc.step}" if exc.step is not None else ""
-        print(f"solver: did not converge{where}: {exc}\n"
-              f"(no trajectory written; --no-strict keeps going and records converged=false)",
-              file=sys.stderr)
+        print(
+            f"solver: did not converge{where}: {exc}\n"
+            f"(no trajectory written; --no-strict keeps going and records converged=false)",
+            file=sys.stderr,
+        )
         return EXIT_NOT_CONVERGED
     except SolverInputError:
         if progress:
@@ -217,8 +234,11 @@ def _simulate_and_write(scene, n_steps, out, args):
     if not args.quiet:
         print(f"wrote {out}: {n_steps} steps, {len(traj.times)} frames", file=sys.stderr)
     if failed:
-        print(f"solver: {len(failed)} step(s) did not converge (first: step {failed[0]}); "
-              f"trajectory written to {out}", file=sys.stderr)
+        print(
+            f"solver: {len(failed)} step(s) did not converge (first: step {failed[0]}); "
+            f"trajectory written to {out}",
+            file=sys.stderr,
+        )
         return EXIT_NOT_CONVERGED
     return EXIT_OK
 
@@ -244,8 +264,7 @@ def _example_kwargs(name, factory, args):
     params = inspect.signature(factory).parameters
     for key in kwargs:
         if key not in params:
-            raise _BadInput(f"example {name!r} has no parameter {key!r} "
-                            f"(parameters: {', '.join(params)})")
+            raise _BadInput(f"example {name!r} has no parameter {key!r} (parameters: {', '.join(params)})")
     return kwargs
 
 
@@ -272,22 +291,23 @@ def cmd_example(args):
             print(f"wrote {args.save_scene}", file=sys.stderr)
     if args.out is None:
         return EXIT_OK
-    return _simulate_and_write(scene, _steps(args, scene, DEFAULT_STEPS.get(name, 100)),
-                               args.out, args)
+    return _simulate_and_write(scene, _steps(args, scene, DEFAULT_STEPS.get(name, 100)), args.out, args)
 
 
 def cmd_validate(args):
     scene = load_scene(args.scene)
     try:
-        _simulation.Simulation(scene)     # geometric checks (overlap, penetration, ...)
+        _simulation.Simulation(scene)  # geometric checks (overlap, penetration, ...)
         deep = "geometry checked"
     except NotImplementedError:
         deep = "structure only: simulation core unavailable for geometric checks"
     n_v = sum(len(b.vertices) for b in scene.bodies)
     n_t = sum(len(b.triangles) for b in scene.bodies)
-    print(f"{args.scene}: OK ({deep}): {len(scene.bodies)} bodies ({n_v} vertices, {n_t} triangles), "
-          f"{len(scene.colliders)} colliders, {len(scene.half_planes)} half-planes, "
-          f"dt={scene.params.dt:g} s")
+    print(
+        f"{args.scene}: OK ({deep}): {len(scene.bodies)} bodies ({n_v} vertices, {n_t} triangles), "
+        f"{len(scene.colliders)} colliders, {len(scene.half_planes)} half-planes, "
+        f"dt={scene.params.dt:g} s"
+    )
     return EXIT_OK
 
 
@@ -307,19 +327,23 @@ def cmd_print(args):
 # argument parsing
 # --------------------------------------------------------------------------
 
+
 def _add_run_options(p):
     p.add_argument("--steps", type=int, help="number of time steps")
     p.add_argument("--duration", type=float, help="simulated seconds (instead of --steps)")
-    p.add_argument("--no-strict", action="store_true",
-                   help="keep going when a step does not converge (exit code 3 at the end)")
+    p.add_argument(
+        "--no-strict",
+        action="store_true",
+        help="keep going when a step does not converge (exit code 3 at the end)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 
 
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m solver",
-        description="2D frictional-contact IPC solver. Exit codes: 0 ok, 2 bad input, "
-                    "3 not converged.")
+        description="2D frictional-contact IPC solver. Exit codes: 0 ok, 2 bad input, 3 not converged.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="simulate a JSON scene and write a trajectory .npz")
@@ -331,8 +355,9 @@ def build_parser():
     p = sub.add_parser("example", help="run (or save) a built-in example scene")
     p.add_argument("name", help=f"one of: {', '.join(EXAMPLES)}")
     p.add_argument("--n-seg", type=int, help="mesh resolution (cells per square side)")
-    p.add_argument("--arg", action="append", metavar="KEY=VALUE",
-                   help="extra example parameter (JSON value), repeatable")
+    p.add_argument(
+        "--arg", action="append", metavar="KEY=VALUE", help="extra example parameter (JSON value), repeatable"
+    )
     p.add_argument("--out", "-o", help="output trajectory .npz")
     p.add_argument("--save-scene", metavar="SCENE.json", help="also write the scene as JSON")
     _add_run_options(p)

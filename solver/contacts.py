@@ -7,19 +7,21 @@ duplicate point-point terms subtracted by the convergent formulation are
 stored as ``[point, v, v]`` with ``pp = True`` (case forced to PP0) and a
 negative coefficient.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import barrier
 from .broad_phase import candidates, edge_boxes, overlap_matrix, point_boxes
-from .distance import PP0, case_and_distance_sq, closest_point_parameter, distance_sq, point_edge_case
+from .distance import PP0, case_and_distance_sq, closest_point_parameter, point_edge_case
 from .friction import FrictionSet, tangent_weights
 
 
 @dataclass(frozen=True)
 class ContactSet:
     """idx (n,3) vertex stencils; coef (n,) barrier coefficients; pp (n,) bool."""
+
     idx: np.ndarray
     coef: np.ndarray
     pp: np.ndarray

@@ -12,9 +12,11 @@ to value, gradient and Hessian so all three take the same branch:
 Gradients are (n, 6) and Hessians (n, 6, 6) in the DOF order
 ``[p.x, p.y, e0.x, e0.y, e1.x, e1.y]``.
 """
+
 import numpy as np
 
 PP0, PP1, PL = 0, 1, 2
+
 
 def edge_parameter(X):
     """Projection parameter of the point onto the edge line, (n,)."""
@@ -69,8 +71,9 @@ def _closest(X, case):
     e = X[:, 2] - X[:, 1]
     L = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
     line = case == PL
-    t = np.where(line, (a[:, 0] * e[:, 0] + a[:, 1] * e[:, 1]) / np.where(line, L, 1.0),
-                 (case == PP1).astype(float))
+    t = np.where(
+        line, (a[:, 0] * e[:, 0] + a[:, 1] * e[:, 1]) / np.where(line, L, 1.0), (case == PP1).astype(float)
+    )
     r = a - t[:, None] * e
     gamma = np.stack([np.ones(len(X)), t - 1.0, -t], axis=1)
     return a, e, L, line, r, gamma
@@ -103,7 +106,7 @@ def distance_sq_derivatives(X, case):
     # PL: c^2 / L (no cancellation for a point far along a long edge)
     d2 = np.where(line, c * c / np.where(line, L, 1.0), r[:, 0] * r[:, 0] + r[:, 1] * r[:, 1])
     g = 2.0 * (gamma[:, :, None] * r[:, None, :]).reshape(n, 6)
-    G2 = 2.0 * (gamma[:, :, None] * gamma[:, None, :])                  # (n, 3, 3)
+    G2 = 2.0 * (gamma[:, :, None] * gamma[:, None, :])  # (n, 3, 3)
     H = np.zeros((n, 3, 2, 3, 2))
     H[:, :, 0, :, 0] = G2
     H[:, :, 1, :, 1] = G2

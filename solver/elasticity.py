@@ -10,11 +10,12 @@ The energy is +inf for J <= 0 (inverted or degenerate triangles).
 Index alphabet used in the einsums: n = element, a/b = local vertex (3),
 i/k = world axis, j/l = material axis (2).
 """
+
 from dataclasses import dataclass
 
 import numpy as np
 
-from .linalg import block_pattern, project_psd, stencil_dofs
+from .linalg import block_pattern, stencil_dofs
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class ElasticElements:
     BT: (m, 6, 4) contiguous transpose of B;
     dofs (m*6,), rows/cols (m*36,): precomputed scatter pattern.
     """
+
     tris: np.ndarray
     area: np.ndarray
     D: np.ndarray
@@ -50,8 +52,9 @@ def lame(E, nu):
 
 def make_elements(rest, tris, E, nu):
     """Precompute rest-shape data. rest (N,2), tris (m,3), E/nu (m,) or scalars."""
-    Dm = np.stack([rest[tris[:, 1]] - rest[tris[:, 0]],
-                   rest[tris[:, 2]] - rest[tris[:, 0]]], axis=2)      # (m, 2, 2) columns
+    Dm = np.stack(
+        [rest[tris[:, 1]] - rest[tris[:, 0]], rest[tris[:, 2]] - rest[tris[:, 0]]], axis=2
+    )  # (m, 2, 2) columns
     det = Dm[:, 0, 0] * Dm[:, 1, 1] - Dm[:, 0, 1] * Dm[:, 1, 0]
     Dm_inv = np.linalg.inv(Dm)
     D = np.concatenate([-Dm_inv.sum(axis=1, keepdims=True), Dm_inv], axis=1)  # (m,3,2)
@@ -73,8 +76,9 @@ def _det(F):
 
 def _cofactor(F):
     """dJ/dF for 2x2 F, (m, 2, 2)."""
-    return np.stack([np.stack([F[:, 1, 1], -F[:, 1, 0]], axis=1),
-                     np.stack([-F[:, 0, 1], F[:, 0, 0]], axis=1)], axis=1)
+    return np.stack(
+        [np.stack([F[:, 1, 1], -F[:, 1, 0]], axis=1), np.stack([-F[:, 0, 1], F[:, 0, 0]], axis=1)], axis=1
+    )
 
 
 def element_energies(el, x):
@@ -83,8 +87,7 @@ def element_energies(el, x):
     J = _det(F)
     ok = J > 0
     lnJ = np.log(np.where(ok, J, 1.0))
-    psi = (0.5 * el.mu * (np.einsum("nij,nij->n", F, F) - 2.0)
-           - el.mu * lnJ + 0.5 * el.lam * lnJ ** 2)
+    psi = 0.5 * el.mu * (np.einsum("nij,nij->n", F, F) - 2.0) - el.mu * lnJ + 0.5 * el.lam * lnJ**2
     return np.where(ok, el.area * psi, np.inf)
 
 
@@ -135,16 +138,16 @@ def projected_stress_derivative(el, F):
     lnJ = np.log(J)
     d1 = (el.lam * lnJ - el.mu) / J
     d2 = (el.mu + el.lam - el.lam * lnJ) / (J * J)
-    a = f @ _UP.T                                   # (m,2) coordinates of f+ in E+
-    b = f @ _UM.T                                   # (m,2) coordinates of f- in E-
+    a = f @ _UP.T  # (m,2) coordinates of f+ in E+
+    b = f @ _UM.T  # (m,2) coordinates of f- in E-
     na = np.linalg.norm(a, axis=1)
     nb = np.linalg.norm(b, axis=1)
-    a_dir = a / na[:, None]                         # J > 0 implies f+ != 0
+    a_dir = a / na[:, None]  # J > 0 implies f+ != 0
     b_dir = np.where((nb > 1e-300)[:, None], b / np.where(nb > 1e-300, nb, 1.0)[:, None], [1.0, 0.0])
-    vp = a_dir @ _UP                                # unit f+ direction (m,4)
-    vm = b_dir @ _UM                                # unit f- direction
-    wp = np.stack([-a_dir[:, 1], a_dir[:, 0]], axis=1) @ _UP   # E+ orthogonal to f+
-    wm = np.stack([-b_dir[:, 1], b_dir[:, 0]], axis=1) @ _UM   # E- orthogonal to f-
+    vp = a_dir @ _UP  # unit f+ direction (m,4)
+    vm = b_dir @ _UM  # unit f- direction
+    wp = np.stack([-a_dir[:, 1], a_dir[:, 0]], axis=1) @ _UP  # E+ orthogonal to f+
+    wm = np.stack([-b_dir[:, 1], b_dir[:, 0]], axis=1) @ _UM  # E- orthogonal to f-
     # 2x2 block on (vp, vm), symmetric [[p, q], [q, r]]
     p = el.mu + d1 + d2 * na * na
     r = el.mu - d1 + d2 * nb * nb
@@ -152,11 +155,11 @@ def projected_stress_derivative(el, F):
     half_tr, half_diff = 0.5 * (p + r), 0.5 * (p - r)
     rad = np.sqrt(half_diff * half_diff + q * q)
     l1, l2 = half_tr + rad, half_tr - rad
-    theta = 0.5 * np.arctan2(2.0 * q, p - r)        # eigenvector of l1: (cos, sin)
+    theta = 0.5 * np.arctan2(2.0 * q, p - r)  # eigenvector of l1: (cos, sin)
     c, s = np.cos(theta), np.sin(theta)
     e1 = c[:, None] * vp + s[:, None] * vm
     e2 = -s[:, None] * vp + c[:, None] * vm
-    Qt = np.stack([e1, e2, wp, wm], axis=1)                                 # (m, 4, 4) rows
+    Qt = np.stack([e1, e2, wp, wm], axis=1)  # (m, 4, 4) rows
     lam = np.maximum(np.stack([l1, l2, el.mu + d1, el.mu - d1], axis=1), 0.0)  # clamped eigenvalues
     # Q diag(lam) Q^T; both matmul operands contiguous (batched matmul is
     # several times slower on swapped-axes views)
@@ -168,11 +171,13 @@ def stress_derivative(el, F):
     J = _det(F)
     cof = _cofactor(F)
     lnJ = np.log(J)
-    d1 = (el.lam * lnJ - el.mu) / J                 # phi'(J)
+    d1 = (el.lam * lnJ - el.mu) / J  # phi'(J)
     d2 = (el.mu + el.lam - el.lam * lnJ) / (J * J)  # phi''(J)
-    return (el.mu[:, None, None, None, None] * _I4
-            + d2[:, None, None, None, None] * np.einsum("nij,nkl->nijkl", cof, cof)
-            + d1[:, None, None, None, None] * _D2J)
+    return (
+        el.mu[:, None, None, None, None] * _I4
+        + d2[:, None, None, None, None] * np.einsum("nij,nkl->nijkl", cof, cof)
+        + d1[:, None, None, None, None] * _D2J
+    )
 
 
 def gradient_hessian(el, x, project=True):

@@ -4,6 +4,7 @@ All meshes are counter-clockwise triangle meshes in SI units.  ``EXAMPLES``
 maps a CLI name (``python -m solver example NAME``) to a factory returning a
 :class:`~solver.scene.Scene`; ``DEFAULT_STEPS`` gives a sensible run length.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,13 +13,22 @@ import numpy as np
 
 from .scene import Body, Collider, HalfPlane, Material, Scene, SimParams
 
-__all__ = ["square_mesh", "disc_mesh", "compressing_squares", "block_on_slope",
-           "free_fall", "pile", "EXAMPLES", "DEFAULT_STEPS"]
+__all__ = [
+    "DEFAULT_STEPS",
+    "EXAMPLES",
+    "block_on_slope",
+    "compressing_squares",
+    "disc_mesh",
+    "free_fall",
+    "pile",
+    "square_mesh",
+]
 
 
 # --------------------------------------------------------------------------
 # mesh generators
 # --------------------------------------------------------------------------
+
 
 def square_mesh(side, n_seg, center=(0.0, 0.0)):
     """Regular grid of n_seg x n_seg cells, each split into 2 CCW triangles.
@@ -30,7 +40,7 @@ def square_mesh(side, n_seg, center=(0.0, 0.0)):
     if n_seg < 1:
         raise ValueError(f"square_mesh: n_seg must be >= 1, got {n_seg}")
     s = np.linspace(-0.5 * side, 0.5 * side, n_seg + 1)
-    x, y = np.meshgrid(s, s)                       # rows = y, columns = x
+    x, y = np.meshgrid(s, s)  # rows = y, columns = x
     verts = np.stack([x.ravel(), y.ravel()], axis=1) + np.asarray(center, float)
     j, i = np.meshgrid(np.arange(n_seg), np.arange(n_seg), indexing="ij")
     v00 = (j * (n_seg + 1) + i).ravel()
@@ -104,13 +114,20 @@ def _horizontal_ceiling(name, x_min, x_max, y_start, y_stop, speed, mu=0.0):
     verts = np.array([[x_min, y_start], [x_max, y_start]])
     t_stop = (y_start - y_stop) / speed
     final = verts + np.array([0.0, y_stop - y_start])
-    return Collider(name=name, vertices=verts, edges=np.array([[0, 1]]),
-                    times=np.array([0.0, t_stop]), positions=np.stack([verts, final]), mu=mu)
+    return Collider(
+        name=name,
+        vertices=verts,
+        edges=np.array([[0, 1]]),
+        times=np.array([0.0, t_stop]),
+        positions=np.stack([verts, final]),
+        mu=mu,
+    )
 
 
 # --------------------------------------------------------------------------
 # scenes
 # --------------------------------------------------------------------------
+
 
 def compressing_squares(n_seg=2, formulation="original", kappa=1e5):
     """Two squares dropped on the ground and squeezed by a descending ceiling.
@@ -127,8 +144,7 @@ def compressing_squares(n_seg=2, formulation="original", kappa=1e5):
         bodies.append(Body(name=name, vertices=v, triangles=t, material=mat))
     ceiling = _horizontal_ceiling("ceiling", -4.0, 4.0, 0.27, -0.7, 0.5, mu=0.0)
     ground = HalfPlane(point=(0.0, -1.0), normal=(0.0, 1.0), mu=0.4, name="ground")
-    params = SimParams(dt=0.01, dhat=0.01, kappa=kappa, formulation=formulation,
-                       eps_v=1e-3, newton_tol=1e-2)
+    params = SimParams(dt=0.01, dhat=0.01, kappa=kappa, formulation=formulation, eps_v=1e-3, newton_tol=1e-2)
     return Scene(bodies=tuple(bodies), colliders=(ceiling,), half_planes=(ground,), params=params)
 
 
@@ -148,10 +164,12 @@ def block_on_slope(theta=0.3, mu=0.5, n_seg=2, side=0.1, E=1e6, dt=0.01, gap=Non
     v = _rotate(v, theta)
     normal = (-math.sin(theta), math.cos(theta))
     mat = Material(E=E, nu=0.3, density=1000.0, mu=mu)
-    params = SimParams(dt=dt, dhat=dhat, kappa=0.1 * E, formulation="original",
-                       eps_v=1e-4, newton_tol=1e-3)
-    return Scene(bodies=(Body("block", v, t, mat),),
-                 half_planes=(HalfPlane((0.0, 0.0), normal, mu, "slope"),), params=params)
+    params = SimParams(dt=dt, dhat=dhat, kappa=0.1 * E, formulation="original", eps_v=1e-4, newton_tol=1e-3)
+    return Scene(
+        bodies=(Body("block", v, t, mat),),
+        half_planes=(HalfPlane((0.0, 0.0), normal, mu, "slope"),),
+        params=params,
+    )
 
 
 def free_fall(n_seg=2, side=0.2, velocity=(0.0, 0.0), dt=0.01):
@@ -160,13 +178,23 @@ def free_fall(n_seg=2, side=0.2, velocity=(0.0, 0.0), dt=0.01):
     Implicit Euler gives v_k = v_0 + k h g and x_k = x_0 + k h v_0 + h^2 g k(k+1)/2.
     """
     v, t = square_mesh(side, n_seg)
-    body = Body("square", v, t, Material(E=1e5, nu=0.4, density=1000.0, mu=0.0),
-                velocity=np.asarray(velocity, float))
+    body = Body(
+        "square", v, t, Material(E=1e5, nu=0.4, density=1000.0, mu=0.0), velocity=np.asarray(velocity, float)
+    )
     return Scene(bodies=(body,), params=SimParams(dt=dt))
 
 
-def pile(n_shapes=12, n_columns=4, shape="mixed", n_seg=8, n_rings=4, n_boundary=32,
-         size=0.2, ceiling_speed=0.25, seed=0):
+def pile(
+    n_shapes=12,
+    n_columns=4,
+    shape="mixed",
+    n_seg=8,
+    n_rings=4,
+    n_boundary=32,
+    size=0.2,
+    ceiling_speed=0.25,
+    seed=0,
+):
     """Squares and discs (about 80 vertices each) dropped into a walled box.
 
     Shapes sit on a jittered grid with n_columns columns; the box has a ground
@@ -197,13 +225,16 @@ def pile(n_shapes=12, n_columns=4, shape="mixed", n_seg=8, n_rings=4, n_boundary
         area += _mesh_area(v, t)
     top = max(float(b.vertices[:, 1].max()) for b in bodies) + 0.25 * size
     stop = min(top, area / (0.85 * width))
-    walls = (HalfPlane((0.0, 0.0), (0.0, 1.0), 0.3, "ground"),
-             HalfPlane((-0.5 * width, 0.0), (1.0, 0.0), 0.3, "left_wall"),
-             HalfPlane((0.5 * width, 0.0), (-1.0, 0.0), 0.3, "right_wall"))
+    walls = (
+        HalfPlane((0.0, 0.0), (0.0, 1.0), 0.3, "ground"),
+        HalfPlane((-0.5 * width, 0.0), (1.0, 0.0), 0.3, "left_wall"),
+        HalfPlane((0.5 * width, 0.0), (-1.0, 0.0), 0.3, "right_wall"),
+    )
     colliders = ()
     if ceiling_speed > 0 and stop < top:
-        colliders = (_horizontal_ceiling("ceiling", -0.5 * width - 0.5, 0.5 * width + 0.5,
-                                         top, stop, ceiling_speed),)
+        colliders = (
+            _horizontal_ceiling("ceiling", -0.5 * width - 0.5, 0.5 * width + 0.5, top, stop, ceiling_speed),
+        )
     params = SimParams(dt=0.01, dhat=0.005, kappa=1e5, eps_v=1e-3, newton_tol=1e-2)
     return Scene(bodies=tuple(bodies), colliders=colliders, half_planes=walls, params=params)
 

@@ -24,9 +24,9 @@ w = Gamma (x) t the stencil-weighted tangent (n, 2k).  The PSD projection
 clamps the scalar coefficient at zero (needed only for mu_s > mu_k in the
 blend zone and for the negative duplicate terms of the convergent formulation).
 """
+
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Optional
 
 import numpy as np
 
@@ -41,10 +41,11 @@ class FrictionSet:
     mu_lambda: (n,) kinetic mu * lambda (negative for subtracted duplicate terms);
     mu_s_lambda: (n,) static mu_s * lambda, or None when equal to mu_lambda.
     """
+
     idx: np.ndarray
     w: np.ndarray
     mu_lambda: np.ndarray
-    mu_s_lambda: Optional[np.ndarray] = None
+    mu_s_lambda: np.ndarray | None = None
 
     @staticmethod
     def empty(k):
@@ -70,7 +71,7 @@ class FrictionSet:
 
 def f0(y, eps):
     y = np.abs(y)
-    return np.where(y < eps, -y ** 3 / (3 * eps * eps) + y * y / eps + eps / 3.0, y)
+    return np.where(y < eps, -(y**3) / (3 * eps * eps) + y * y / eps + eps / 3.0, y)
 
 
 def f1(y, eps):
@@ -97,15 +98,18 @@ def _phi(y, a, b, eps):
     """Per-contact potential lambda phi(|u|); a = mu_s lambda, b = mu_k lambda."""
     y = np.abs(y)
     blend = y - eps
-    return np.where(y < eps, a * f0(y, eps),
-                    np.where(y < 2 * eps, a * y + (b - a) * blend * blend / (2 * eps),
-                             0.5 * (3 * a - b) * eps + b * (y - eps)))
+    return np.where(
+        y < eps,
+        a * f0(y, eps),
+        np.where(
+            y < 2 * eps, a * y + (b - a) * blend * blend / (2 * eps), 0.5 * (3 * a - b) * eps + b * (y - eps)
+        ),
+    )
 
 
 def _dphi(y, a, b, eps):
     y = np.abs(y)
-    return np.where(y < eps, a * f1(y, eps),
-                    np.where(y < 2 * eps, a + (b - a) * (y - eps) / eps, b))
+    return np.where(y < eps, a * f1(y, eps), np.where(y < 2 * eps, a + (b - a) * (y - eps) / eps, b))
 
 
 def _d2phi(y, a, b, eps):
@@ -161,5 +165,3 @@ def slip_reversals(fs, disp, step, eps):
     u0 = _slip(fs, disp)
     u1 = _slip(fs, disp + step)
     return (np.abs(u0) >= eps) & (u0 * u1 < 0.0)
-
-

@@ -12,6 +12,7 @@ CG beyond.
 factorization (or CG) finds the matrix is not positive definite: Newton uses
 it to try the exact Hessian first and fall back to the projected one.
 """
+
 import numpy as np
 
 from .banded import NotPositiveDefiniteBlock, block_tridiagonal_cholesky_solve, reverse_cuthill_mckee
@@ -21,16 +22,17 @@ try:  # scipy is optional: stock Blender ships numpy only
     import scipy.sparse as _sp
     import scipy.sparse.linalg as _spla
     from scipy.sparse.csgraph import reverse_cuthill_mckee as _rcm
+
     HAVE_SCIPY = True
 except ImportError:  # pragma: no cover - exercised by hiding scipy in tests
     _lapack = _sp = _spla = _rcm = None
     HAVE_SCIPY = False
 
-DENSE_LIMIT = 3000      # numpy path: dense solve up to this many DOFs
-TINY_DENSE = 128        # scipy path: dense Cholesky up to this many DOFs
-BAND_FLOPS = 3e7        # scipy path: banded Cholesky while n * band^2 stays below this
+DENSE_LIMIT = 3000  # numpy path: dense solve up to this many DOFs
+TINY_DENSE = 128  # scipy path: dense Cholesky up to this many DOFs
+BAND_FLOPS = 3e7  # scipy path: banded Cholesky while n * band^2 stays below this
 NUMPY_BAND_FLOPS = 1e9  # numpy path: block-tridiagonal Cholesky while n * band^2 stays below this
-REORDER_GROWTH = 1.25   # recompute the band ordering when the band grows by this factor
+REORDER_GROWTH = 1.25  # recompute the band ordering when the band grows by this factor
 
 
 class NotPositiveDefinite(np.linalg.LinAlgError):
@@ -54,7 +56,7 @@ def stencil_dofs(idx):
     return (2 * idx[:, :, None] + np.arange(2)).reshape(len(idx), -1)
 
 
-_BLOCK_INDEX = {}   # k -> (row pick, col pick) of a (2k x 2k) block, row-major
+_BLOCK_INDEX = {}  # k -> (row pick, col pick) of a (2k x 2k) block, row-major
 
 
 def block_pattern(idx):
@@ -104,16 +106,18 @@ class Triplets:
         self.grad += np.bincount(dofs, weights=g.ravel(), minlength=self.n_dof)
 
     def arrays(self):
-        return (np.concatenate(self.rows), np.concatenate(self.cols),
-                np.concatenate(self.vals))
+        return (np.concatenate(self.rows), np.concatenate(self.cols), np.concatenate(self.vals))
 
 
 def eliminate_fixed(rows, cols, vals, fixed_mask):
     """Replace the rows and columns of fixed DOFs by identity."""
     keep = ~(fixed_mask[rows] | fixed_mask[cols])
     fixed = np.flatnonzero(fixed_mask)
-    return (np.concatenate([rows[keep], fixed]), np.concatenate([cols[keep], fixed]),
-            np.concatenate([vals[keep], np.ones(len(fixed))]))
+    return (
+        np.concatenate([rows[keep], fixed]),
+        np.concatenate([cols[keep], fixed]),
+        np.concatenate([vals[keep], np.ones(len(fixed))]),
+    )
 
 
 class BandOrdering:
@@ -123,9 +127,9 @@ class BandOrdering:
     the system size changes or the band grows by REORDER_GROWTH."""
 
     def __init__(self):
-        self.perm = None      # (n,) DOF at each position of the ordering
-        self.inv = None       # (n,) position of each DOF in the ordering
-        self.band = 0         # bandwidth when the ordering was computed
+        self.perm = None  # (n,) DOF at each position of the ordering
+        self.inv = None  # (n,) position of each DOF in the ordering
+        self.band = 0  # bandwidth when the ordering was computed
 
     def band_of(self, rows, cols, n, numpy_only=False):
         """(permuted rows, permuted cols, bandwidth) under the current ordering.
@@ -208,11 +212,11 @@ def _solve_scipy(rows, cols, vals, rhs, require_pd, ordering):
         return _not_pd(require_pd, lambda: _dense_solve(_dense(rows, cols, vals, n), rhs))
     pr, pc, band = ordering.band_of(rows, cols, n)
     if n * (band + 1) ** 2 <= BAND_FLOPS:
-        upper = pr <= pc       # upper triangle, LAPACK band storage ab[band + i - j, j]
-        ab = np.bincount((band + pr[upper] - pc[upper]) * n + pc[upper], weights=vals[upper],
-                         minlength=(band + 1) * n).reshape(band + 1, n)
-        _, y, info = _lapack.dpbsv(ab, rhs[ordering.perm], lower=0,
-                                   overwrite_ab=True, overwrite_b=True)
+        upper = pr <= pc  # upper triangle, LAPACK band storage ab[band + i - j, j]
+        ab = np.bincount(
+            (band + pr[upper] - pc[upper]) * n + pc[upper], weights=vals[upper], minlength=(band + 1) * n
+        ).reshape(band + 1, n)
+        _, y, info = _lapack.dpbsv(ab, rhs[ordering.perm], lower=0, overwrite_ab=True, overwrite_b=True)
         if info == 0:
             return y[ordering.inv]
         return _not_pd(require_pd, lambda: _superlu(rows, cols, vals, rhs))
@@ -234,9 +238,10 @@ def _superlu(rows, cols, vals, rhs, require_pd=False):
     if not require_pd:
         return _spla.spsolve(A, rhs, permc_spec="MMD_AT_PLUS_A")
     try:
-        lu = _spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                        options=dict(SymmetricMode=True))
-    except RuntimeError:            # exactly singular pivot
+        lu = _spla.splu(
+            A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True)
+        )
+    except RuntimeError:  # exactly singular pivot
         raise NotPositiveDefinite("sparse LU met a zero pivot") from None
     if not (np.array_equal(lu.perm_r, lu.perm_c) and np.all(lu.U.diagonal() > 0.0)):
         raise NotPositiveDefinite("sparse LU found a non-positive pivot")

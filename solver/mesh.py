@@ -1,4 +1,5 @@
 """Mesh topology and validation: orientation, boundary, masses, weights."""
+
 import numpy as np
 
 from .errors import SolverInputError
@@ -52,7 +53,9 @@ def _finite_array(value, shape_tail, what, dtype=float):
     except (TypeError, ValueError) as exc:
         raise SolverInputError(f"{what}: not a numeric array ({exc})") from None
     if arr.ndim != 1 + len(shape_tail) or arr.shape[1:] != shape_tail:
-        raise SolverInputError(f"{what}: expected shape (n, {', '.join(map(str, shape_tail))}), got {arr.shape}")
+        raise SolverInputError(
+            f"{what}: expected shape (n, {', '.join(map(str, shape_tail))}), got {arr.shape}"
+        )
     if dtype is float and not np.all(np.isfinite(arr)):
         raise SolverInputError(f"{what}: contains NaN or infinite values")
     return arr
@@ -79,8 +82,9 @@ def checked_body_mesh(name, vertices, triangles):
         raise SolverInputError(f"body '{name}': a triangle repeats a vertex")
     unused = np.setdiff1d(np.arange(len(v)), t.ravel())
     if len(unused):
-        raise SolverInputError(f"body '{name}': vertex {unused[0]} is not used by any triangle "
-                               f"({len(unused)} unused vertices)")
+        raise SolverInputError(
+            f"body '{name}': vertex {unused[0]} is not used by any triangle ({len(unused)} unused vertices)"
+        )
     area = signed_areas(v, t)
     scale = max(float(np.ptp(v, axis=0).max()), 1e-300)
     tiny = np.abs(area) <= 1e-12 * scale * scale
@@ -96,14 +100,18 @@ def checked_body_mesh(name, vertices, triangles):
     und, counts = edge_use(t)
     if np.any(counts > 2):
         e = und[np.argmax(counts > 2)]
-        raise SolverInputError(f"body '{name}': non-manifold edge ({e[0]}, {e[1]}) shared by more than two triangles")
+        raise SolverInputError(
+            f"body '{name}': non-manifold edge ({e[0]}, {e[1]}) shared by more than two triangles"
+        )
     _, first, counts = np.unique(np.sort(t, axis=1), axis=0, return_index=True, return_counts=True)
     if np.any(counts > 1):
         raise SolverInputError(f"body '{name}': triangle {int(first[np.argmax(counts > 1)])} is repeated")
     directed = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
     if len(np.unique(directed, axis=0)) < len(directed):
         # consistently oriented neighbours traverse a shared edge in opposite directions
-        raise SolverInputError(f"body '{name}': two triangles fold over each other (same-direction shared edge)")
+        raise SolverInputError(
+            f"body '{name}': two triangles fold over each other (same-direction shared edge)"
+        )
     return v, t
 
 
@@ -116,7 +124,7 @@ def components(tris, n):
         tri_min = label[tris].min(axis=1)
         new = label.copy()
         np.minimum.at(new, tris.ravel(), np.repeat(tri_min, 3))
-        new = new[new]          # pointer jumping: follow labels to their roots
+        new = new[new]  # pointer jumping: follow labels to their roots
         if np.array_equal(new, label):
             return label
         label = new
@@ -128,5 +136,6 @@ def check_boundary_simple(name, x, edges):
     deg = np.bincount(edges.ravel(), minlength=len(x))
     if np.any(deg > 2):
         i = int(np.argmax(deg > 2))
-        raise SolverInputError(f"body '{name}': non-manifold boundary at vertex {i} "
-                               f"({deg[i]} boundary edges meet there)")
+        raise SolverInputError(
+            f"body '{name}': non-manifold boundary at vertex {i} ({deg[i]} boundary edges meet there)"
+        )

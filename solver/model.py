@@ -5,9 +5,9 @@ All vertices live in one array ``x`` (N, 2): body vertices first (body after
 body), then collider vertices.  Contact primitives are boundary vertices
 ("points") and boundary edges of bodies plus all collider vertices/edges.
 """
+
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Tuple
 
 import numpy as np
 
@@ -23,6 +23,7 @@ class KinematicGroup:
 
     vertices: (k,) global ids; times: (T,); positions: (T, k, 2).
     """
+
     name: str
     vertices: np.ndarray
     times: np.ndarray
@@ -52,7 +53,8 @@ class Model:
     kin_groups: prescribed vertex groups, plane_point/plane_normal (H,2), plane_mu (H,),
     hp_points (B,) body boundary vertices checked against planes.
     """
-    names: Tuple[str, ...]
+
+    names: tuple[str, ...]
     rest: np.ndarray
     velocity: np.ndarray
     mass: np.ndarray
@@ -64,19 +66,19 @@ class Model:
     points: np.ndarray
     edges: np.ndarray
     elements: elasticity.ElasticElements
-    body_slices: Tuple[slice, ...]
-    collider_slices: Tuple[slice, ...]
-    kin_groups: Tuple[KinematicGroup, ...]
+    body_slices: tuple[slice, ...]
+    collider_slices: tuple[slice, ...]
+    kin_groups: tuple[KinematicGroup, ...]
     plane_point: np.ndarray
     plane_normal: np.ndarray
     plane_mu: np.ndarray
-    plane_names: Tuple[str, ...]
+    plane_names: tuple[str, ...]
     hp_points: np.ndarray
-    owner: np.ndarray          # (N,) index into names (bodies then colliders)
-    loop: np.ndarray           # (N,) boundary loop id of body boundary vertices, -1 elsewhere
-    arclen: np.ndarray         # (N,) rest arclength of the vertex along its loop
-    loop_length: np.ndarray    # (L,) rest length of each loop
-    exclusion_radius: float    # pairs closer than this along a boundary loop never contact
+    owner: np.ndarray  # (N,) index into names (bodies then colliders)
+    loop: np.ndarray  # (N,) boundary loop id of body boundary vertices, -1 elsewhere
+    arclen: np.ndarray  # (N,) rest arclength of the vertex along its loop
+    loop_length: np.ndarray  # (L,) rest length of each loop
+    exclusion_radius: float  # pairs closer than this along a boundary loop never contact
 
     @property
     def n(self):
@@ -163,8 +165,9 @@ def build_model(scene):
         owner.append(np.full(n, len(scene.bodies) + ci))
         edges.append(np.asarray(col.edges, np.intp) + offset)
         idx = np.arange(offset, offset + n)
-        kin.append(KinematicGroup(col.name, idx, np.asarray(col.times, float),
-                                  np.asarray(col.positions, float)))
+        kin.append(
+            KinematicGroup(col.name, idx, np.asarray(col.times, float), np.asarray(col.positions, float))
+        )
         collider_slices.append(slice(offset, offset + n))
         names.append(col.name)
         offset += n
@@ -177,22 +180,37 @@ def build_model(scene):
     all_tris = np.concatenate(tris)
     elements = elasticity.make_elements(rest, all_tris, np.concatenate(E), np.concatenate(nu))
     planes = scene.half_planes
-    normals = np.array([np.asarray(p.normal, float) / np.linalg.norm(p.normal) for p in planes]).reshape(-1, 2)
-    loop, arclen, loop_length = _boundary_loops(rest, np.concatenate(edges_body) if edges_body
-                                                else np.zeros((0, 2), np.intp), offset)
+    normals = np.array([np.asarray(p.normal, float) / np.linalg.norm(p.normal) for p in planes]).reshape(
+        -1, 2
+    )
+    loop, arclen, loop_length = _boundary_loops(
+        rest, np.concatenate(edges_body) if edges_body else np.zeros((0, 2), np.intp), offset
+    )
     return Model(
-        names=tuple(names), rest=rest, velocity=np.concatenate(vel), mass=np.concatenate(mass),
-        is_collider=is_collider, mu=np.concatenate(mu), mu_static=np.concatenate(mu_s),
-        weight=mesh.vertex_weights(rest, edges, offset), degree=degree,
-        points=points, edges=edges,
-        elements=elements, body_slices=tuple(body_slices), collider_slices=tuple(collider_slices),
+        names=tuple(names),
+        rest=rest,
+        velocity=np.concatenate(vel),
+        mass=np.concatenate(mass),
+        is_collider=is_collider,
+        mu=np.concatenate(mu),
+        mu_static=np.concatenate(mu_s),
+        weight=mesh.vertex_weights(rest, edges, offset),
+        degree=degree,
+        points=points,
+        edges=edges,
+        elements=elements,
+        body_slices=tuple(body_slices),
+        collider_slices=tuple(collider_slices),
         kin_groups=tuple(kin),
         plane_point=np.array([p.point for p in planes], float).reshape(-1, 2),
-        plane_normal=normals, plane_mu=np.array([p.mu for p in planes], float),
+        plane_normal=normals,
+        plane_mu=np.array([p.mu for p in planes], float),
         plane_names=tuple(p.name for p in planes),
         hp_points=points[~is_collider[points]],
         owner=np.concatenate(owner),
-        loop=loop, arclen=arclen, loop_length=loop_length,
+        loop=loop,
+        arclen=arclen,
+        loop_length=loop_length,
         # 2 dhat: boundary points closer than that along the boundary stay at
         # least dhat apart in space around convex corners down to 60 degrees
         exclusion_radius=2.0 * float(scene.params.dhat),

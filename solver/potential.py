@@ -8,13 +8,13 @@ energies that each expose the same trio (value, gradient, Hessian)::
 x_tilde = x^n + h v^n + h^2 g.  Gradients are global (N*2,) vectors;
 Hessians are accumulated as COO triplets (:class:`~solver.linalg.Triplets`).
 """
+
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import barrier, elasticity, friction
 from .contacts import ContactSet, plane_pairs
-from .distance import distance_sq
 from .friction import FrictionSet
 from .linalg import Triplets
 from .profiling import NullTimers
@@ -27,10 +27,11 @@ class StepConstants:
     x_tilde, x_prev, target: (N,2); penalized: (N,) bool (prescribed vertices
     still driven by the penalty); pen_mass: (N,); k_pen: penalty stiffness.
     """
+
     h: float
     dhat: float
     kappa: float
-    eps: float                 # eps_v * h (friction smoothing, a displacement)
+    eps: float  # eps_v * h (friction smoothing, a displacement)
     x_tilde: np.ndarray
     x_prev: np.ndarray
     target: np.ndarray
@@ -118,7 +119,9 @@ class IncrementalPotential:
         """Per friction set, (n,) bool of sliding contacts the step dx reverses."""
         c = self.c
         disp = x - c.x_prev
-        return tuple(friction.slip_reversals(fs, disp, dx, c.eps) for fs in (c.pair_friction, c.plane_friction))
+        return tuple(
+            friction.slip_reversals(fs, disp, dx, c.eps) for fs in (c.pair_friction, c.plane_friction)
+        )
 
     def _barrier_terms(self, T, x, cs, project=True):
         """Point-edge and half-plane barrier gradients/Hessians into T
@@ -141,6 +144,7 @@ class IncrementalPotential:
             d = barrier.plane_distance(xp, self.hp_point, self.hp_normal)
             act = d < c.dhat
             if act.any():
-                g, H = barrier.hp_gradient_hessian(xp[act], self.hp_point[act], self.hp_normal[act],
-                                                   self.hp_coef[act], c.dhat)
+                g, H = barrier.hp_gradient_hessian(
+                    xp[act], self.hp_point[act], self.hp_normal[act], self.hp_coef[act], c.dhat
+                )
                 T.add_stencils(self.hp_pts[act][:, None], h2 * g, h2 * H)

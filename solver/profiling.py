@@ -7,11 +7,21 @@ the stage around it.
 energy, broad phase, CCD, linear solve, line-search energy evaluations);
 benchmarks print them.  Overhead is one perf_counter pair per stage call.
 """
+
 import time
 from collections import defaultdict
 
-STAGES = ("elasticity", "barrier", "friction", "inertia+penalty", "broad_phase", "ccd",
-          "linear_solve", "line_search", "step_setup")
+STAGES = (
+    "elasticity",
+    "barrier",
+    "friction",
+    "inertia+penalty",
+    "broad_phase",
+    "ccd",
+    "linear_solve",
+    "line_search",
+    "step_setup",
+)
 
 
 class Timers:
@@ -24,7 +34,7 @@ class Timers:
     def __init__(self):
         self.seconds = defaultdict(float)
         self.calls = defaultdict(int)
-        self._stack = []   # [stage, start]; nested stages pause their parent
+        self._stack = []  # [stage, start]; nested stages pause their parent
         self._next = None
 
     def __call__(self, stage):

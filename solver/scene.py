@@ -5,10 +5,10 @@ half-planes, pins and simulation parameters.  Units are SI throughout
 These are plain data holders; :mod:`solver.validate` checks them and
 :mod:`solver.simulation` turns them into flat arrays.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
 
 import numpy as np
 
@@ -24,11 +24,12 @@ class Material:
     coefficients combine as the geometric mean sqrt(mu_a mu_b) (colliders and
     half-planes have a single mu used for both).
     """
+
     E: float = 1e5
     nu: float = 0.4
     density: float = 1000.0
     mu: float = 0.4
-    mu_static: Optional[float] = None
+    mu_static: float | None = None
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,10 @@ class Pin:
     positions: (T, k, 2) sampled target positions (linear interpolation between
     samples, clamped outside), or None for fixed pins.
     """
+
     indices: np.ndarray
-    times: Optional[np.ndarray] = None
-    positions: Optional[np.ndarray] = None
+    times: np.ndarray | None = None
+    positions: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,13 @@ class Body:
     consistently clockwise (clockwise meshes are re-oriented).
     velocity: optional initial velocity, (2,) or (n, 2).
     """
+
     name: str
     vertices: np.ndarray
     triangles: np.ndarray
     material: Material = field(default_factory=Material)
-    velocity: Optional[np.ndarray] = None
-    pins: Tuple[Pin, ...] = ()
+    velocity: np.ndarray | None = None
+    pins: tuple[Pin, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class Collider:
     Use :meth:`from_rigid` for a rigid motion given as 2x3 affine transforms.
     mu: friction coefficient of the collider surface.
     """
+
     name: str
     vertices: np.ndarray
     edges: np.ndarray
@@ -84,8 +88,7 @@ class Collider:
         local = np.asarray(local_vertices, float)
         tf = np.asarray(transforms, float)
         pos = np.einsum("tij,kj->tki", tf[:, :, :2], local) + tf[:, None, :, 2]
-        return Collider(name, pos[0].copy(), np.asarray(edges, int),
-                        np.asarray(times, float), pos, mu)
+        return Collider(name, pos[0].copy(), np.asarray(edges, int), np.asarray(times, float), pos, mu)
 
     @staticmethod
     def static(name, vertices, edges, mu=0.0):
@@ -97,8 +100,9 @@ class Collider:
 @dataclass(frozen=True)
 class HalfPlane:
     """The region {x : normal . (x - point) >= 0} is free; bodies stay in it."""
-    point: Tuple[float, float] = (0.0, 0.0)
-    normal: Tuple[float, float] = (0.0, 1.0)
+
+    point: tuple[float, float] = (0.0, 0.0)
+    normal: tuple[float, float] = (0.0, 1.0)
     mu: float = 0.4
     name: str = "ground"
 
@@ -125,21 +129,22 @@ class SimParams:
         the step's stats record converged=False and a warning is emitted.
     linear_solver: 'auto' (scipy if importable), 'scipy', 'numpy'.
     """
+
     dt: float = 0.01
     dhat: float = 0.01
-    kappa: Optional[float] = 1e5
+    kappa: float | None = 1e5
     formulation: str = "original"
     eps_v: float = 1e-3
     newton_tol: float = 1e-2
     max_newton_iters: int = 100
-    gravity: Tuple[float, float] = (0.0, -9.81)
+    gravity: tuple[float, float] = (0.0, -9.81)
     strict: bool = True
     linear_solver: str = "auto"
 
 
 @dataclass(frozen=True)
 class Scene:
-    bodies: Tuple[Body, ...]
-    colliders: Tuple[Collider, ...] = ()
-    half_planes: Tuple[HalfPlane, ...] = ()
+    bodies: tuple[Body, ...]
+    colliders: tuple[Collider, ...] = ()
+    half_planes: tuple[HalfPlane, ...] = ()
     params: SimParams = field(default_factory=SimParams)

@@ -11,6 +11,7 @@ The loader checks structure (required / unknown fields, types, shapes,
 finiteness, index ranges, value ranges).  Geometric checks that need the whole
 scene (overlaps, penetration, orientation) are done by the simulation.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,13 +30,13 @@ FORMULATIONS = ("original", "convergent")
 LINEAR_SOLVERS = ("auto", "scipy", "numpy")
 MOTION_TYPES = ("static", "sampled", "rigid", "affine")
 
-__all__ = ["load_scene", "scene_to_dict", "save_scene", "dumps_scene",
-           "FORMAT_NAME", "FORMAT_VERSION"]
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "dumps_scene", "load_scene", "save_scene", "scene_to_dict"]
 
 
 # --------------------------------------------------------------------------
 # small validation helpers
 # --------------------------------------------------------------------------
+
 
 def _fail(path, message):
     raise SolverInputError(f"{path}: {message}" if path else message)
@@ -64,8 +65,9 @@ def _describe(value):
 
 
 def _is_number(value):
-    return (isinstance(value, (int, float, np.integer, np.floating))
-            and not isinstance(value, (bool, np.bool_)))
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
 
 
 def _is_integer(value):
@@ -176,8 +178,7 @@ def _check_nested(value, path, dims, depth, integer):
 def _array_from_numpy(value, path, shape, integer):
     kinds = "iu" if integer else "iuf"
     if value.dtype.kind not in kinds:
-        _fail(path, f"expected an array of {'integers' if integer else 'numbers'}, "
-                    f"got dtype {value.dtype}")
+        _fail(path, f"expected an array of {'integers' if integer else 'numbers'}, got dtype {value.dtype}")
     if value.ndim != len(shape):
         _fail(path, f"expected a {len(shape)}-dimensional array, got shape {value.shape}")
     for axis, (want, got) in enumerate(zip(shape, value.shape)):
@@ -199,7 +200,7 @@ def _times(value, path):
     steps = np.diff(t)
     if np.any(steps <= 0):
         i = int(np.argmax(steps <= 0)) + 1
-        _fail(f"{path}[{i}]", f"times must be strictly increasing, got {t[i]!r} after {t[i-1]!r}")
+        _fail(f"{path}[{i}]", f"times must be strictly increasing, got {t[i]!r} after {t[i - 1]!r}")
     return t
 
 
@@ -236,10 +237,11 @@ def load_scene(path_or_dict) -> Scene:
         return scene_from_dict(path_or_dict)
     if not isinstance(path_or_dict, (str, os.PathLike)):
         raise SolverInputError(
-            f"load_scene: expected a file path or a dict, got {type(path_or_dict).__name__}")
+            f"load_scene: expected a file path or a dict, got {type(path_or_dict).__name__}"
+        )
     path = os.fspath(path_or_dict)
     try:
-        with open(path, "r", encoding="utf-8") as fh:
+        with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except OSError as exc:
         raise SolverInputError(f"{path}: cannot read scene file ({exc.strerror or exc})") from None
@@ -247,7 +249,8 @@ def load_scene(path_or_dict) -> Scene:
         raise SolverInputError(f"{path}: not a UTF-8 text file ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise SolverInputError(
-            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     return scene_from_dict(data)
 
 
@@ -292,6 +295,7 @@ def _vec2(value, path):
 
 # --- bodies ----------------------------------------------------------------
 
+
 def _parse_body(data, path):
     _object(data, path, ("name", "vertices", "triangles"), ("material", "velocity", "pins"))
     name = _name(data["name"], _join(path, "name"))
@@ -311,15 +315,16 @@ def _parse_body_fields(data, path, name):
     _check_triangles(verts, tris, _join(path, "triangles"))
     unused = np.setdiff1d(np.arange(len(verts)), tris.ravel())
     if len(unused):
-        _fail(f"{_join(path, 'vertices')}[{int(unused[0])}]",
-              f"vertex is not used by any triangle ({len(unused)} unused vertices)")
+        _fail(
+            f"{_join(path, 'vertices')}[{int(unused[0])}]",
+            f"vertex is not used by any triangle ({len(unused)} unused vertices)",
+        )
     material = _parse_material(data.get("material", {}), _join(path, "material"))
     velocity = None
     if data.get("velocity") is not None:
         velocity = _parse_velocity(data["velocity"], _join(path, "velocity"), len(verts))
     pins = _parse_pins(data.get("pins", []), _join(path, "pins"), len(verts))
-    return Body(name=name, vertices=verts, triangles=tris, material=material,
-                velocity=velocity, pins=pins)
+    return Body(name=name, vertices=verts, triangles=tris, material=material, velocity=velocity, pins=pins)
 
 
 def _check_triangles(verts, tris, path):
@@ -358,7 +363,7 @@ def _parse_material(data, path):
 def _parse_velocity(value, path, n):
     # (2,) uniform velocity, or (n, 2) per vertex; tell them apart by nesting.
     first = value[0] if isinstance(value, (list, tuple)) and value else None
-    per_vertex = isinstance(value, np.ndarray) and value.ndim == 2 or isinstance(first, (list, tuple))
+    per_vertex = (isinstance(value, np.ndarray) and value.ndim == 2) or isinstance(first, (list, tuple))
     if per_vertex:
         return _array(value, path, (n, 2))
     return _vec2(value, path)
@@ -398,6 +403,7 @@ def _parse_pin(data, path, n):
 
 # --- colliders -------------------------------------------------------------
 
+
 def _parse_collider(data, path):
     _object(data, path, ("name", "edges"), ("vertices", "mu", "motion"))
     name = _name(data["name"], _join(path, "name"))
@@ -432,9 +438,13 @@ def _parse_collider_fields(data, path, name):
         pos = _array(motion["positions"], _join(mpath, "positions"), (len(times), k, 2))
         if pos.shape[1] == 0:
             _fail(_join(mpath, "positions"), "expected at least 1 vertex")
-        if verts is not None and not np.allclose(verts, pos[0], rtol=0, atol=1e-9 * (1 + np.abs(pos[0]).max())):
-            _fail(_join(path, "vertices"),
-                  "must equal motion.positions[0] (the position at the first sample time); omit it to use that")
+        if verts is not None and not np.allclose(
+            verts, pos[0], rtol=0, atol=1e-9 * (1 + np.abs(pos[0]).max())
+        ):
+            _fail(
+                _join(path, "vertices"),
+                "must equal motion.positions[0] (the position at the first sample time); omit it to use that",
+            )
         verts = pos[0].copy()
     else:
         times, pos = _collider_motion(motion, mpath, kind, verts)
@@ -445,7 +455,7 @@ def _parse_collider_fields(data, path, name):
     if np.any(same):
         i = int(np.argmax(same))
         _fail(f"{_join(path, 'edges')}[{i}]", f"edge connects vertex {int(edges[i, 0])} to itself")
-    seg = pos[:, edges[:, 1]] - pos[:, edges[:, 0]]                  # (T, l, 2)
+    seg = pos[:, edges[:, 1]] - pos[:, edges[:, 0]]  # (T, l, 2)
     short = np.hypot(seg[..., 0], seg[..., 1]) <= 1e-12 * (1.0 + np.abs(pos).max())
     if np.any(short):
         k, i = np.argwhere(short)[0]
@@ -466,10 +476,12 @@ def _collider_motion(motion, mpath, kind, local):
         _object(motion, mpath, ("type", "times"), ("translations", "angles", "pivot"))
         times = _times(motion["times"], _join(mpath, "times"))
         T = len(times)
-        trans = (_array(motion["translations"], _join(mpath, "translations"), (T, 2))
-                 if "translations" in motion else np.zeros((T, 2)))
-        angles = (_array(motion["angles"], _join(mpath, "angles"), (T,))
-                  if "angles" in motion else np.zeros(T))
+        trans = (
+            _array(motion["translations"], _join(mpath, "translations"), (T, 2))
+            if "translations" in motion
+            else np.zeros((T, 2))
+        )
+        angles = _array(motion["angles"], _join(mpath, "angles"), (T,)) if "angles" in motion else np.zeros(T)
         pivot = _vec2(motion["pivot"], _join(mpath, "pivot")) if "pivot" in motion else np.zeros(2)
         mats = rigid_matrices(trans, angles, pivot)
     pos = np.einsum("tij,kj->tki", mats[:, :, :2], local) + mats[:, None, :, 2]
@@ -485,12 +497,13 @@ def rigid_matrices(translations, angles, pivot=(0.0, 0.0)):
     ang = np.asarray(angles, float).reshape(-1)
     p = np.asarray(pivot, float)
     c, s = np.cos(ang), np.sin(ang)
-    rot = np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)   # (T,2,2)
+    rot = np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)  # (T,2,2)
     offset = p - rot @ p + trans
     return np.concatenate([rot, offset[:, :, None]], axis=2)
 
 
 # --- half-planes and params ------------------------------------------------
+
 
 def _parse_half_plane(data, path, index):
     _object(data, path, ("point", "normal"), ("mu", "name"))
@@ -501,8 +514,12 @@ def _parse_half_plane(data, path, index):
     if length <= 1e-12:
         _fail(_join(path, "normal"), f"expected a non-zero vector, got {normal.tolist()}")
     mu = _number(data.get("mu", HalfPlane().mu), _join(path, "mu"), lo=0)
-    return HalfPlane(point=(float(point[0]), float(point[1])),
-                     normal=(float(normal[0] / length), float(normal[1] / length)), mu=mu, name=name)
+    return HalfPlane(
+        point=(float(point[0]), float(point[1])),
+        normal=(float(normal[0] / length), float(normal[1] / length)),
+        mu=mu,
+        name=name,
+    )
 
 
 _PARAM_KEYS = tuple(f.name for f in _dc_fields(SimParams))
@@ -528,15 +545,24 @@ def _parse_params(data, path):
     gravity = _vec2(data.get("gravity", list(d.gravity)), p("gravity"))
     strict = _boolean(data.get("strict", d.strict), p("strict"))
     linear = _string(data.get("linear_solver", d.linear_solver), p("linear_solver"), LINEAR_SOLVERS)
-    return SimParams(dt=dt, dhat=dhat, kappa=kappa, formulation=formulation, eps_v=eps_v,
-                     newton_tol=tol, max_newton_iters=iters,
-                     gravity=(float(gravity[0]), float(gravity[1])), strict=strict,
-                     linear_solver=linear)
+    return SimParams(
+        dt=dt,
+        dhat=dhat,
+        kappa=kappa,
+        formulation=formulation,
+        eps_v=eps_v,
+        newton_tol=tol,
+        max_newton_iters=iters,
+        gravity=(float(gravity[0]), float(gravity[1])),
+        strict=strict,
+        linear_solver=linear,
+    )
 
 
 # --------------------------------------------------------------------------
 # writer
 # --------------------------------------------------------------------------
+
 
 def _floats(a):
     return np.asarray(a, dtype=np.float64).tolist()
@@ -553,21 +579,34 @@ def scene_to_dict(scene: Scene) -> dict:
     positions equal their vertices, otherwise as 'sampled' motion (rigid and
     affine motions are stored as the sampled positions they produce).
     """
-    out = {"format": FORMAT_NAME, "version": FORMAT_VERSION,
-           "bodies": [_body_to_dict(b) for b in scene.bodies]}
+    out = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "bodies": [_body_to_dict(b) for b in scene.bodies],
+    }
     out["colliders"] = [_collider_to_dict(c) for c in scene.colliders]
-    out["half_planes"] = [{"name": h.name, "point": _floats(h.point), "normal": _floats(h.normal),
-                           "mu": float(h.mu)} for h in scene.half_planes]
+    out["half_planes"] = [
+        {"name": h.name, "point": _floats(h.point), "normal": _floats(h.normal), "mu": float(h.mu)}
+        for h in scene.half_planes
+    ]
     out["params"] = _params_to_dict(scene.params)
     return out
 
 
 def _body_to_dict(body):
     m = body.material
-    d = {"name": body.name, "vertices": _floats(body.vertices), "triangles": _ints(body.triangles),
-         "material": {"E": float(m.E), "nu": float(m.nu), "density": float(m.density),
-                      "mu": float(m.mu),
-                      "mu_static": None if m.mu_static is None else float(m.mu_static)}}
+    d = {
+        "name": body.name,
+        "vertices": _floats(body.vertices),
+        "triangles": _ints(body.triangles),
+        "material": {
+            "E": float(m.E),
+            "nu": float(m.nu),
+            "density": float(m.density),
+            "mu": float(m.mu),
+            "mu_static": None if m.mu_static is None else float(m.mu_static),
+        },
+    }
     if body.velocity is not None:
         d["velocity"] = _floats(body.velocity)
     if body.pins:
@@ -598,12 +637,18 @@ def _collider_to_dict(col):
 
 
 def _params_to_dict(p):
-    return {"dt": float(p.dt), "dhat": float(p.dhat),
-            "kappa": None if p.kappa is None else float(p.kappa),
-            "formulation": p.formulation, "eps_v": float(p.eps_v),
-            "newton_tol": float(p.newton_tol), "max_newton_iters": int(p.max_newton_iters),
-            "gravity": _floats(p.gravity), "strict": bool(p.strict),
-            "linear_solver": p.linear_solver}
+    return {
+        "dt": float(p.dt),
+        "dhat": float(p.dhat),
+        "kappa": None if p.kappa is None else float(p.kappa),
+        "formulation": p.formulation,
+        "eps_v": float(p.eps_v),
+        "newton_tol": float(p.newton_tol),
+        "max_newton_iters": int(p.max_newton_iters),
+        "gravity": _floats(p.gravity),
+        "strict": bool(p.strict),
+        "linear_solver": p.linear_solver,
+    }
 
 
 def dumps_scene(scene_or_dict) -> str:
@@ -629,8 +674,10 @@ def _dump(value, level):
         flat = json.dumps(value, allow_nan=False)
         if not _has_dict(value) and (len(flat) <= 80 or not isinstance(value[0], list)):
             return flat
-        rows = [inner + _dump(v, level + 1) if _has_dict(v) else inner + json.dumps(v, allow_nan=False)
-                for v in value]
+        rows = [
+            inner + _dump(v, level + 1) if _has_dict(v) else inner + json.dumps(v, allow_nan=False)
+            for v in value
+        ]
         return "[\n" + ",\n".join(rows) + "\n" + pad + "]"
     return json.dumps(value, allow_nan=False)
 

@@ -4,12 +4,12 @@ CCD-filtered backtracking line search, prescribed (kinematic) vertices
 snapped to their targets whenever that move is collision-free and otherwise
 driven by a penalty whose stiffness grows until they arrive.
 """
+
 from __future__ import annotations
 
 import time as _time
 import warnings
 from dataclasses import dataclass
-from typing import Tuple
 
 import numpy as np
 
@@ -24,27 +24,28 @@ from .potential import IncrementalPotential, StepConstants
 from .profiling import Timers
 from .validate import check_initial_geometry
 
-PENALTY_START = 1e3      # penalty stiffness relative to the vertex mass (IP units)
+PENALTY_START = 1e3  # penalty stiffness relative to the vertex mass (IP units)
 PENALTY_GROWTH = 10.0
 PENALTY_ROUNDS = 4
 ARMIJO = 1e-4
 MIN_ALPHA = 1e-12
-GUESS_MIN_MOVE = 2.0     # try the inertial initial guess only for moves above this * dhat
+GUESS_MIN_MOVE = 2.0  # try the inertial initial guess only for moves above this * dhat
 
 
 @dataclass(frozen=True)
 class StepStats:
     """Diagnostics of one time step."""
-    step: int                 # 1-based index of the step just taken
-    time: float               # simulated time after the step [s]
-    newton_iters: int         # Newton iterations used (all penalty rounds)
+
+    step: int  # 1-based index of the step just taken
+    time: float  # simulated time after the step [s]
+    newton_iters: int  # Newton iterations used (all penalty rounds)
     converged: bool
-    min_distance: float       # smallest contact distance at the end of the step [m] (inf if nothing near)
-    active_contacts: int      # contacts closer than dhat at the end of the step
-    min_alpha: float          # smallest accepted line-search step in this step
-    wall_time: float          # seconds
-    collider_lag: float       # max distance of a prescribed vertex from its target [m]
-    kappa: float              # barrier stiffness used
+    min_distance: float  # smallest contact distance at the end of the step [m] (inf if nothing near)
+    active_contacts: int  # contacts closer than dhat at the end of the step
+    min_alpha: float  # smallest accepted line-search step in this step
+    wall_time: float  # seconds
+    collider_lag: float  # max distance of a prescribed vertex from its target [m]
+    kappa: float  # barrier stiffness used
     message: str = ""
 
 
@@ -55,10 +56,11 @@ class Trajectory:
     times: (S+1,); body_positions: tuple over bodies of (S+1, n_i, 2);
     collider_positions: tuple over colliders of (S+1, k_j, 2); stats: tuple of S StepStats.
     """
+
     times: np.ndarray
-    body_positions: Tuple[np.ndarray, ...]
-    collider_positions: Tuple[np.ndarray, ...]
-    stats: Tuple[StepStats, ...]
+    body_positions: tuple[np.ndarray, ...]
+    collider_positions: tuple[np.ndarray, ...]
+    stats: tuple[StepStats, ...]
 
 
 def auto_kappa(scene):
@@ -67,7 +69,7 @@ def auto_kappa(scene):
     return 0.1 * min(b.material.E for b in scene.bodies)
 
 
-KAPPA_MAX_FACTOR = 1e4   # automatic kappa stays within [kappa_min, factor * kappa_min]
+KAPPA_MAX_FACTOR = 1e4  # automatic kappa stays within [kappa_min, factor * kappa_min]
 
 
 class Simulation:
@@ -91,15 +93,16 @@ class Simulation:
         self.kappa_auto = p.kappa is None
         self.kappa = auto_kappa(scene) if self.kappa_auto else float(p.kappa)
         self.kappa_min = self.kappa
-        self.kappa_balanced = False   # auto kappa: balanced once, when contact first appears
+        self.kappa_balanced = False  # auto kappa: balanced once, when contact first appears
         body = ~m.is_collider
         self.mean_mass = float(m.mass[body].mean())
-        self.kin_vertices = (np.concatenate([g.vertices for g in m.kin_groups])
-                             if m.kin_groups else np.zeros(0, np.intp))
+        self.kin_vertices = (
+            np.concatenate([g.vertices for g in m.kin_groups]) if m.kin_groups else np.zeros(0, np.intp)
+        )
         self.gravity = np.asarray(p.gravity, float)
-        self.timers = Timers()   # seconds per stage, for benchmarks
-        self._state_stencils = None   # contact candidates at self.x, found by the last step
-        self._ordering = BandOrdering()   # fill-reducing order reused by the linear solves
+        self.timers = Timers()  # seconds per stage, for benchmarks
+        self._state_stencils = None  # contact candidates at self.x, found by the last step
+        self._ordering = BandOrdering()  # fill-reducing order reused by the linear solves
 
     # ------------------------------------------------------------ accessors
     def body_positions(self, i):
@@ -168,10 +171,18 @@ class Simulation:
             if self.kappa_auto and not self.kappa_balanced:
                 self.kappa_balanced = self._balance_kappa(x_prev, x_tilde, fric_cs)
                 fric_cs = self._contact_set(x_prev, x_prev)
-            consts = dict(h=h, dhat=p.dhat, kappa=self.kappa, eps=p.eps_v * h, x_tilde=x_tilde,
-                          x_prev=x_prev, target=target, pen_mass=pen_mass,
-                          pair_friction=pair_friction(m, fric_cs, x_prev, p.dhat),
-                          plane_friction=plane_friction(m, x_prev, self.kappa, p.dhat))
+            consts = dict(
+                h=h,
+                dhat=p.dhat,
+                kappa=self.kappa,
+                eps=p.eps_v * h,
+                x_tilde=x_tilde,
+                x_prev=x_prev,
+                target=target,
+                pen_mass=pen_mass,
+                pair_friction=pair_friction(m, fric_cs, x_prev, p.dhat),
+                plane_friction=plane_friction(m, x_prev, self.kappa, p.dhat),
+            )
             x, pending = self._snap(x_prev, target, range(len(m.kin_groups)))
             k_pen = PENALTY_START
             fixed, penalized = self._kinematic_masks(pending)
@@ -202,8 +213,7 @@ class Simulation:
             ip = self._potential(consts, penalized, k_pen)
             cs, energy = None, None
         # x is Newton's last iterate, and cs holds every pair within dhat of it
-        return self._finish_step(x, x_prev, target, total_iters, converged, min_alpha,
-                                 message, t_start, cs)
+        return self._finish_step(x, x_prev, target, total_iters, converged, min_alpha, message, t_start, cs)
 
     def _balance_kappa(self, x, x_tilde, cs):
         """Adaptive stiffness (IPC): when contact first appears, raise kappa so
@@ -212,10 +222,23 @@ class Simulation:
         at kappa = 1.  Returns whether a contact was there to balance."""
         m, p = self.model, self.params
         unit = build_contact_set(m, cs.idx[~cs.pp], 1.0, p.dhat, p.formulation)
-        ip = IncrementalPotential(m, StepConstants(
-            h=p.dt, dhat=p.dhat, kappa=1.0, eps=1.0, x_tilde=x_tilde, x_prev=x, target=x,
-            penalized=np.zeros(m.n, bool), pen_mass=m.mass, k_pen=0.0,
-            pair_friction=FrictionSet.empty(3), plane_friction=FrictionSet.empty(1)))
+        ip = IncrementalPotential(
+            m,
+            StepConstants(
+                h=p.dt,
+                dhat=p.dhat,
+                kappa=1.0,
+                eps=1.0,
+                x_tilde=x_tilde,
+                x_prev=x,
+                target=x,
+                penalized=np.zeros(m.n, bool),
+                pen_mass=m.mass,
+                k_pen=0.0,
+                pair_friction=FrictionSet.empty(3),
+                plane_friction=FrictionSet.empty(1),
+            ),
+        )
         T = Triplets(2 * m.n)
         ip._barrier_terms(T, x, unit)
         g_b = T.grad
@@ -224,15 +247,17 @@ class Simulation:
         free = ~np.repeat(m.is_collider, 2)
         g_e = (m.mass[:, None] * (x - x_tilde)).ravel()
         el = m.elements
-        g_e += np.bincount(el.dofs, weights=(p.dt * p.dt * elasticity.gradient(el, x)).ravel(),
-                           minlength=len(g_e))
+        g_e += np.bincount(
+            el.dofs, weights=(p.dt * p.dt * elasticity.gradient(el, x)).ravel(), minlength=len(g_e)
+        )
         k = -float(np.dot(g_e[free], g_b[free])) / float(np.dot(g_b[free], g_b[free]))
         self.kappa = min(max(self.kappa, k), KAPPA_MAX_FACTOR * self.kappa_min)
         return True
 
     def _potential(self, consts, penalized, k_pen):
-        return IncrementalPotential(self.model, StepConstants(penalized=penalized, k_pen=k_pen, **consts),
-                                    self.timers)
+        return IncrementalPotential(
+            self.model, StepConstants(penalized=penalized, k_pen=k_pen, **consts), self.timers
+        )
 
     def _initial_guess(self, ip, x, x_tilde):
         """Start Newton at x_tilde (the inertia-only optimum, moved only as far
@@ -274,7 +299,7 @@ class Simulation:
             cs = self._contact_set(x, x)
         min_alpha = 1.0
         majorize = (np.zeros(len(ip.c.pair_friction), bool), np.zeros(len(ip.c.plane_friction), bool))
-        project = False     # exact Hessian until it fails to be positive definite
+        project = False  # exact Hessian until it fails to be positive definite
         for it in range(budget + 1):
             g, dx, majorize, project = self._newton_direction(ip, x, cs, fixed_dof, majorize, project)
             if not np.all(np.isfinite(dx)):
@@ -285,16 +310,26 @@ class Simulation:
                 break
             alpha, cs = self._feasible_step(x, dx)
             with self.timers("line_search"):
-                alpha, trial, energy = self._backtrack(ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())))
+                alpha, trial, energy = self._backtrack(
+                    ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel()))
+                )
             if alpha is None:
                 return x, False, it + 1, min_alpha, "line search failed to decrease the energy", cs
             # The energy at the accepted point is the next iteration's reference:
             # every candidate set contains all pairs within dhat of it.
             x, energy = x + alpha * dx, trial
             min_alpha = min(min_alpha, alpha)
-        return x, False, budget, min_alpha, (
-            f"Newton did not converge in {p.max_newton_iters} iterations "
-            f"(last |dx|/h = {np.abs(dx).max() / p.dt:.3g} m/s, tolerance {p.newton_tol:g})"), cs
+        return (
+            x,
+            False,
+            budget,
+            min_alpha,
+            (
+                f"Newton did not converge in {p.max_newton_iters} iterations "
+                f"(last |dx|/h = {np.abs(dx).max() / p.dt:.3g} m/s, tolerance {p.newton_tol:g})"
+            ),
+            cs,
+        )
 
     def _newton_direction(self, ip, x, cs, fixed_dof, majorize, project):
         """Newton step: (g (2N,) it was solved with, dx (N,2), majorize, project).
@@ -319,8 +354,7 @@ class Simulation:
             try:
                 with self.timers("linear_solve"):
                     r, c, v = eliminate_fixed(*T.arrays(), fixed_dof)
-                    dx = solve(r, c, v, -g, p.linear_solver, require_pd=not project,
-                               ordering=self._ordering)
+                    dx = solve(r, c, v, -g, p.linear_solver, require_pd=not project, ordering=self._ordering)
                 if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
                     raise NotPositiveDefinite("exact Newton step is not a descent direction")
             except NotPositiveDefinite:
@@ -368,8 +402,9 @@ class Simulation:
     def _contact_set(self, x0, x1):
         p = self.params
         with self.timers("broad_phase"):
-            return build_contact_set(self.model, candidate_stencils(self.model, x0, x1, p.dhat),
-                                     self.kappa, p.dhat, p.formulation)
+            return build_contact_set(
+                self.model, candidate_stencils(self.model, x0, x1, p.dhat), self.kappa, p.dhat, p.formulation
+            )
 
     def _ccd_step(self, x, dx, cs):
         """Largest fraction of dx that is collision-free (point-edge and half-planes)."""
@@ -392,13 +427,27 @@ class Simulation:
         self.time += p.dt
         self.step_index += 1
         d_min, n_active = self._contact_summary(x, cs)
-        lag = float(np.linalg.norm(x[self.kin_vertices] - target[self.kin_vertices], axis=1).max()) \
-            if len(self.kin_vertices) else 0.0
+        lag = (
+            float(np.linalg.norm(x[self.kin_vertices] - target[self.kin_vertices], axis=1).max())
+            if len(self.kin_vertices)
+            else 0.0
+        )
         if self.kappa_auto and d_min < 1e-2 * p.dhat:
             # IPC-style stiffening when contacts get too close
             self.kappa = min(2.0 * self.kappa, KAPPA_MAX_FACTOR * self.kappa_min)
-        stats = StepStats(self.step_index, self.time, iters, converged, d_min, n_active, min_alpha,
-                          _time.perf_counter() - t_start, lag, self.kappa, message)
+        stats = StepStats(
+            self.step_index,
+            self.time,
+            iters,
+            converged,
+            d_min,
+            n_active,
+            min_alpha,
+            _time.perf_counter() - t_start,
+            lag,
+            self.kappa,
+            message,
+        )
         if not converged:
             text = f"step {self.step_index} (t = {self.time:.4g} s): {message}"
             if p.strict:
@@ -413,7 +462,9 @@ class Simulation:
         st = self._state_stencils = cs.idx[~cs.pp]
         d = np.sqrt(case_and_distance_sq(x[st])[1]) if len(st) else np.zeros(0)
         pts, pl = plane_pairs(m)
-        dp = np.einsum("ni,ni->n", x[pts] - m.plane_point[pl], m.plane_normal[pl]) if len(pts) else np.zeros(0)
+        dp = (
+            np.einsum("ni,ni->n", x[pts] - m.plane_point[pl], m.plane_normal[pl]) if len(pts) else np.zeros(0)
+        )
         alld = np.concatenate([d, dp])
         return (float(alld.min()) if len(alld) else np.inf), int(np.sum(alld < p.dhat))
 
@@ -435,5 +486,6 @@ def simulate(scene, n_steps, progress=None) -> Trajectory:
             cols[j].append(sim.collider_positions(j))
         if progress is not None:
             progress(k + 1, n_steps, s)
-    return Trajectory(np.array(times), tuple(np.array(b) for b in bodies),
-                      tuple(np.array(c) for c in cols), tuple(stats))
+    return Trajectory(
+        np.array(times), tuple(np.array(b) for b in bodies), tuple(np.array(c) for c in cols), tuple(stats)
+    )

@@ -5,6 +5,7 @@ meshes; :func:`check_initial_geometry` checks the assembled start state
 (no overlap, no body pair closer than dhat, nothing through a half-plane or
 a collider).
 """
+
 import math
 
 import numpy as np
@@ -20,14 +21,22 @@ LINEAR_SOLVERS = ("auto", "scipy", "numpy")
 
 
 def _positive(value, what):
-    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool) \
-            or not math.isfinite(value) or value <= 0:
+    if (
+        not isinstance(value, (int, float, np.integer, np.floating))
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise SolverInputError(f"{what} must be a positive finite number, got {value!r}")
 
 
 def _non_negative(value, what):
-    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool) \
-            or not math.isfinite(value) or value < 0:
+    if (
+        not isinstance(value, (int, float, np.integer, np.floating))
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise SolverInputError(f"{what} must be a non-negative finite number, got {value!r}")
 
 
@@ -46,7 +55,9 @@ def check_params(p):
     if g.shape != (2,) or not np.all(np.isfinite(g)):
         raise SolverInputError(f"params.gravity must be two finite numbers, got {p.gravity!r}")
     if p.linear_solver not in LINEAR_SOLVERS:
-        raise SolverInputError(f"params.linear_solver must be one of {LINEAR_SOLVERS}, got {p.linear_solver!r}")
+        raise SolverInputError(
+            f"params.linear_solver must be one of {LINEAR_SOLVERS}, got {p.linear_solver!r}"
+        )
 
 
 def check_material(name, m):
@@ -59,8 +70,9 @@ def check_material(name, m):
     if m.mu_static is not None:
         _non_negative(m.mu_static, f"{what}.mu_static")
         if m.mu_static < m.mu:
-            raise SolverInputError(f"{what}.mu_static ({m.mu_static!r}) must not be below the "
-                                   f"kinetic mu ({m.mu!r})")
+            raise SolverInputError(
+                f"{what}.mu_static ({m.mu_static!r}) must not be below the kinetic mu ({m.mu!r})"
+            )
 
 
 def _check_samples(what, times, positions, k):
@@ -81,7 +93,9 @@ def check_collider(c):
     v = mesh._finite_array(c.vertices, (2,), f"{what}: vertices")
     e = np.asarray(c.edges)
     if e.ndim != 2 or e.shape[1] != 2 or len(e) == 0:
-        raise SolverInputError(f"{what}: needs at least one edge (edges of shape (l, 2)), got shape {e.shape}")
+        raise SolverInputError(
+            f"{what}: needs at least one edge (edges of shape (l, 2)), got shape {e.shape}"
+        )
     if not np.issubdtype(e.dtype, np.integer):
         raise SolverInputError(f"{what}: edge indices must be integers")
     if e.min() < 0 or e.max() >= len(v):
@@ -146,8 +160,10 @@ def check_scene(scene):
 
 def _segments_cross(a0, a1, b0, b1):
     """Proper or touching intersection of segments (n,2) pairs, (n,) bool."""
+
     def orient(p, q, r):
         return np.sign((q[:, 0] - p[:, 0]) * (r[:, 1] - p[:, 1]) - (q[:, 1] - p[:, 1]) * (r[:, 0] - p[:, 0]))
+
     o1, o2 = orient(a0, a1, b0), orient(a0, a1, b1)
     o3, o4 = orient(b0, b1, a0), orient(b0, b1, a1)
     return (o1 * o2 <= 0) & (o3 * o4 <= 0) & ~((o1 == 0) & (o2 == 0))
@@ -168,16 +184,18 @@ def check_initial_geometry(model, x, dhat):
         if either_collider[k]:
             raise SolverInputError(f"'{a}' and '{b}' touch or overlap at the start")
         pair = f"body '{a}' and itself" if a == b else f"bodies '{a}' and '{b}'"
-        raise SolverInputError(f"{pair} overlap or are closer than dhat={dhat:g} at the start "
-                               f"(distance {d[k]:.3g})")
+        raise SolverInputError(
+            f"{pair} overlap or are closer than dhat={dhat:g} at the start (distance {d[k]:.3g})"
+        )
     _check_edge_crossings(model, x, names)
     _check_containment(model, x, names)
     for i in range(len(model.plane_point)):
         sd = (x[model.hp_points] - model.plane_point[i]) @ model.plane_normal[i]
         if np.any(sd <= 0.0):
             k = model.hp_points[int(np.argmin(sd))]
-            raise SolverInputError(f"body '{names[model.owner[k]]}' starts on or below half-plane "
-                                   f"'{model.plane_names[i]}'")
+            raise SolverInputError(
+                f"body '{names[model.owner[k]]}' starts on or below half-plane '{model.plane_names[i]}'"
+            )
 
 
 def _check_edge_crossings(model, x, names):
@@ -203,7 +221,7 @@ def _check_containment(model, x, names):
     every other component, of other bodies and of its own body (a part nested
     inside another part).  A probe on a triangle's edge counts as inside."""
     tris = model.elements.tris
-    comp = mesh.components(tris, model.n)       # colliders: every vertex its own label
+    comp = mesh.components(tris, model.n)  # colliders: every vertex its own label
     tri_comp = comp[tris[:, 0]]
     a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
     probes = np.concatenate([np.unique(tri_comp), [sl.start for sl in model.collider_slices]])
@@ -216,6 +234,7 @@ def _check_containment(model, x, names):
         if inside.any():
             guest, host = names[model.owner[r]], names[model.owner[tris[int(np.argmax(inside)), 0]]]
             if guest == host:
-                raise SolverInputError(f"body '{guest}': a part of the mesh lies inside another part "
-                                       f"(self-overlap)")
+                raise SolverInputError(
+                    f"body '{guest}': a part of the mesh lies inside another part (self-overlap)"
+                )
             raise SolverInputError(f"'{guest}' starts inside body '{host}'")

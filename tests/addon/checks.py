@@ -1,4 +1,5 @@
 """Independent geometric checks for baked frames (no add-on or solver code used)."""
+
 import numpy as np
 
 
@@ -11,13 +12,13 @@ def boundary_edges(tris: np.ndarray) -> np.ndarray:
 
 def signed_areas(x: np.ndarray, tris: np.ndarray) -> np.ndarray:
     a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
-    return 0.5 * ((b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1])
-                  - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0]))
+    return 0.5 * ((b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0]))
 
 
 def _orient(p, q, r):
-    return (q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1]) - \
-           (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0])
+    return (q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1]) - (q[..., 1] - p[..., 1]) * (
+        r[..., 0] - p[..., 0]
+    )
 
 
 def crossing_pairs(segments: np.ndarray, ids: np.ndarray) -> int:
@@ -55,7 +56,8 @@ def assert_intersection_free(bodies, label=""):
         offset += len(x)
         for j, (y, tris_j) in enumerate(bodies):
             if j != i:
-                assert not point_in_triangles(x, y, tris_j).any(), \
+                assert not point_in_triangles(x, y, tris_j).any(), (
                     f"{label}: a vertex of body {i} is inside body {j}"
+                )
     n = crossing_pairs(np.concatenate(segs), np.concatenate(ids))
     assert n == 0, f"{label}: {n} crossing boundary-edge pairs"

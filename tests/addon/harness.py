@@ -6,6 +6,7 @@ run_in_blender.py (Debian `blender -b`, add-on installed from the zip like a use
 - run_in_blender.py: sets IPC_ADDON_MODULE to the installed module name; setup/teardown use
   addon_utils.enable/disable as the Preferences checkbox does.
 """
+
 import importlib
 import os
 import sys
@@ -59,6 +60,7 @@ def setup():
     mod = addon()
     if os.environ.get("IPC_ADDON_MODULE"):
         import addon_utils
+
         addon_utils.enable(mod.__name__, default_set=True, handle_error=_raise)
     else:
         mod.register()
@@ -69,6 +71,7 @@ def teardown():
     mod = addon()
     if os.environ.get("IPC_ADDON_MODULE"):
         import addon_utils
+
         addon_utils.disable(mod.__name__, default_set=True, handle_error=_raise)
     else:
         mod.unregister()
@@ -79,6 +82,7 @@ def _raise(err):
 
 
 # ----------------------------------------------------------------------------- scene helpers
+
 
 def local_coords(mesh) -> np.ndarray:
     co = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
@@ -100,11 +104,12 @@ def snapshot():
         entry = [tuple(map(tuple, obj.matrix_world)), obj.ipc.is_baked, obj.ipc.bake_hash]
         if obj.type == "MESH":
             key = obj.data.shape_keys
-            entry += [local_coords(obj.data).tobytes(),
-                      None if key is None else [kb.name for kb in key.key_blocks]]
+            entry += [
+                local_coords(obj.data).tobytes(),
+                None if key is None else [kb.name for kb in key.key_blocks],
+            ]
         objs[obj.name] = entry
-    counts = {name: len(getattr(bpy.data, name))
-              for name in ("objects", "meshes", "actions", "shape_keys")}
+    counts = {name: len(getattr(bpy.data, name)) for name in ("objects", "meshes", "actions", "shape_keys")}
     stats = (scene.ipc.stat_frames, scene.ipc.stat_wall_time, scene.ipc.stat_message)
     return objs, counts, scene.frame_current, scene.frame_subframe, stats
 

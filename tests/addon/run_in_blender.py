@@ -10,6 +10,7 @@ tests/addon/test_*.py and blender_leg_*.py with its module's setup_function/tear
 (modules whose LEGS excludes "blender" are left to the pytest leg). Any failure raises at the
 end, so Blender exits with code 1.
 """
+
 import importlib
 import os
 import sys
@@ -24,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _args():
-    argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+    argv = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
     if not argv:
         raise SystemExit("usage: ... run_in_blender.py -- ADDON.zip [-k SUBSTRING]")
     zip_path, keyword = argv[0], None
@@ -37,8 +38,7 @@ def install(zip_path):
     user_scripts = os.environ.get("BLENDER_USER_SCRIPTS")
     if not user_scripts:
         raise SystemExit("set BLENDER_USER_SCRIPTS to a scratch dir (do not touch the real one)")
-    result = bpy.ops.preferences.addon_install(filepath=str(Path(zip_path).resolve()),
-                                               overwrite=True)
+    result = bpy.ops.preferences.addon_install(filepath=str(Path(zip_path).resolve()), overwrite=True)
     assert result == {"FINISHED"}, result
     addon_utils.modules(refresh=True)
     installed = Path(user_scripts) / "addons" / "blender_ipc" / "__init__.py"

@@ -1,13 +1,13 @@
 """End-to-end: build the compressing-squares scene in Blender, bake through the operator and
 check the shape keys against the solver run directly on the adapter's arrays."""
+
 import tempfile
 from pathlib import Path
 
 import bpy
-import numpy as np
-
 import checks
 import harness
+import numpy as np
 
 # dt = 1 / (FPS * SUBSTEPS) = 0.01 s as in the reference scene; substeps > 1 so frames and steps
 # differ. 61 frames = 1.2 s: the ceiling has descended 0.6 m and squeezes both squares.
@@ -38,10 +38,10 @@ def _expected_square(centre, n_seg, side=0.45):
 def _check_adapter_arrays(scene_in):
     """The arrays handed to the solver describe the scene we built (values from the spec)."""
     assert [b.name for b in scene_in.bodies] == ["IPC_Square_Bottom", "IPC_Square_Top"]
-    np.testing.assert_allclose(scene_in.bodies[1].vertices, _expected_square((0, 0), N_SEG),
-                               atol=1e-6)
-    np.testing.assert_allclose(scene_in.bodies[0].vertices,
-                               _expected_square((0.045, -0.495), N_SEG), atol=1e-6)
+    np.testing.assert_allclose(scene_in.bodies[1].vertices, _expected_square((0, 0), N_SEG), atol=1e-6)
+    np.testing.assert_allclose(
+        scene_in.bodies[0].vertices, _expected_square((0.045, -0.495), N_SEG), atol=1e-6
+    )
     assert len(scene_in.bodies[0].triangles) == 2 * N_SEG * N_SEG
     (ceiling,) = scene_in.colliders
     t = ceiling.times
@@ -53,13 +53,18 @@ def _check_adapter_arrays(scene_in):
     (ground,) = scene_in.half_planes
     assert tuple(ground.point)[1] == -1.0 and tuple(ground.normal) == (0.0, 1.0)
     p = scene_in.params
-    assert (p.dt, p.dhat, p.kappa, p.formulation, p.eps_v, p.newton_tol) == \
-        (DT, 0.01, 1e5, "original", 1e-3, 1e-2) or abs(p.dt - DT) < 1e-12
+    assert (p.dt, p.dhat, p.kappa, p.formulation, p.eps_v, p.newton_tol) == (
+        DT,
+        0.01,
+        1e5,
+        "original",
+        1e-3,
+        1e-2,
+    ) or abs(p.dt - DT) < 1e-12
     np.testing.assert_allclose(p.gravity, (0.0, -9.81), rtol=1e-6)
     for body in scene_in.bodies:
         m = body.material
-        np.testing.assert_allclose((m.E, m.nu, m.density, m.mu), (1e5, 0.4, 1000, 0.4),
-                                   rtol=1e-6)
+        np.testing.assert_allclose((m.E, m.nu, m.density, m.mu), (1e5, 0.4, 1000, 0.4), rtol=1e-6)
 
 
 def _frame_positions(objs, frame, subframe=0.0):
@@ -76,8 +81,9 @@ def test_compressing_squares_bake_matches_solver_and_roundtrips():
     ctx = bpy.context
     adapter, solver = harness.sub("adapter"), harness.sub("solver")
     top, bottom, _ceiling = harness.sub("examples").build_compressing_squares(
-        ctx, n_seg=N_SEG, fps=FPS, substeps=SUBSTEPS, n_frames=N_FRAMES)
-    bodies = [bottom, top]                       # solver order: sorted by name
+        ctx, n_seg=N_SEG, fps=FPS, substeps=SUBSTEPS, n_frames=N_FRAMES
+    )
+    bodies = [bottom, top]  # solver order: sorted by name
     rest = {o.name: harness.local_coords(o.data).tobytes() for o in bodies}
     n_actions = len(bpy.data.actions)
 
@@ -110,8 +116,9 @@ def test_compressing_squares_bake_matches_solver_and_roundtrips():
     for frame in (1, 2, 17, 40, N_FRAMES):
         got = _frame_positions(bodies, frame)
         for i in range(2):
-            np.testing.assert_allclose(got[i], ref.body_positions[i][(frame - 1) * SUBSTEPS],
-                                       atol=2e-6, err_msg=f"frame {frame}")
+            np.testing.assert_allclose(
+                got[i], ref.body_positions[i][(frame - 1) * SUBSTEPS], atol=2e-6, err_msg=f"frame {frame}"
+            )
     got = _frame_positions(bodies, 30, subframe=0.5)
     for i in range(2):
         expect = 0.5 * (ref.body_positions[i][29 * SUBSTEPS] + ref.body_positions[i][30 * SUBSTEPS])
@@ -160,7 +167,8 @@ def test_rebake_replaces_cleanly_and_outdated_marker():
     ctx = bpy.context
     adapter = harness.sub("adapter")
     top, bottom, ceiling = harness.sub("examples").build_compressing_squares(
-        ctx, n_seg=2, fps=FPS, substeps=SUBSTEPS)
+        ctx, n_seg=2, fps=FPS, substeps=SUBSTEPS
+    )
     s = ctx.scene.ipc
     s.use_frame_range, s.frame_start, s.frame_end = True, 1, 6
     rest = harness.local_coords(top.data).tobytes()
@@ -175,16 +183,17 @@ def test_rebake_replaces_cleanly_and_outdated_marker():
     top.ipc.youngs_modulus = 1e5
     assert not adapter.is_outdated(ctx, top)
     fc = adapter.fcurves_of(ceiling)[0]
-    fc.keyframe_points[1].co.y -= 0.1          # collider motion changed
+    fc.keyframe_points[1].co.y -= 0.1  # collider motion changed
     assert adapter.is_outdated(ctx, top)
-    ctx.scene.frame_set(3)                     # merely changing the frame is no change
+    ctx.scene.frame_set(3)  # merely changing the frame is no change
     fc.keyframe_points[1].co.y += 0.1
     assert not adapter.is_outdated(ctx, top)
 
     s.frame_end = 4
     assert bpy.ops.ipc.bake() == {"FINISHED"}
-    assert [kb.name for kb in top.data.shape_keys.key_blocks] == \
-        [f"{adapter.KEY_PREFIX}{f:05d}" for f in range(1, 5)]
+    assert [kb.name for kb in top.data.shape_keys.key_blocks] == [
+        f"{adapter.KEY_PREFIX}{f:05d}" for f in range(1, 5)
+    ]
     assert len(bpy.data.shape_keys) == 2
     assert len(bpy.data.actions) == n_actions + 2
     assert top.data.shape_keys.key_blocks[0].data[0].co == top.data.vertices[0].co
@@ -199,12 +208,13 @@ def test_moving_body_object_keys_are_in_its_local_space():
     scene = ctx.scene
     scene.render.fps, scene.frame_start, scene.frame_end = 25, 1, 4
     scene.ipc.substeps = 2
-    obj = harness.make_mesh_object("Mover", [(0, 0, 0), (0.5, 0, 0), (0.5, 0, 0.5), (0, 0, 0.5)],
-                                   faces=[(0, 1, 2, 3)])
+    obj = harness.make_mesh_object(
+        "Mover", [(0, 0, 0), (0.5, 0, 0), (0.5, 0, 0.5), (0, 0, 0.5)], faces=[(0, 1, 2, 3)]
+    )
     for frame, x in ((1, 0.0), (4, 3.0)):
         obj.location.x = x
         obj.keyframe_insert("location", index=0, frame=frame)
-    obj.rotation_euler.y = 0.3                       # about the out-of-plane axis (XZ plane)
+    obj.rotation_euler.y = 0.3  # about the out-of-plane axis (XZ plane)
     ctx.view_layer.update()
     ref = solver.simulate(adapter.BakeJob(ctx, "SCENE").solver_scene, 6)
     assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}

@@ -1,14 +1,14 @@
 """Data safety: a bake that dies part-way changes nothing, the user's own animation survives a
 bake and a Delete Bake, and a bake reloaded from a .blend re-bakes to the very same keys."""
+
 import tempfile
 from pathlib import Path
 
 import bpy
+import harness
 import numpy as np
 
-import harness
-
-FAIL_FRAME = 5          # the frame whose computation raises
+FAIL_FRAME = 5  # the frame whose computation raises
 
 
 def setup_function():
@@ -21,8 +21,9 @@ def teardown_function():
 
 def _squares(n_frames=11):
     top, bottom, ceiling = harness.sub("examples").build_compressing_squares(
-        bpy.context, n_seg=2, fps=50, substeps=2, n_frames=n_frames)
-    bpy.context.scene.frame_set(3)        # not the start frame: must be restored too
+        bpy.context, n_seg=2, fps=50, substeps=2, n_frames=n_frames
+    )
+    bpy.context.scene.frame_set(3)  # not the start frame: must be restored too
     return top, bottom, ceiling
 
 
@@ -33,7 +34,7 @@ class _ExplodingStep:
 
     def __init__(self, substeps):
         self.cls = harness.sub("adapter").Simulation
-        self.fail_at = (FAIL_FRAME - 2) * substeps + 1   # frame 2 is computed by steps 1..substeps
+        self.fail_at = (FAIL_FRAME - 2) * substeps + 1  # frame 2 is computed by steps 1..substeps
         self.calls = 0
 
     def __enter__(self):
@@ -102,13 +103,12 @@ def test_exception_mid_bake_in_modal_steps_changes_nothing():
     with _ExplodingStep(bpy.context.scene.ipc.substeps) as boom:
         job = ops.RunningBake.start(bpy.context, "SELECTED")
         ticks = 0
-        while not ops.RunningBake.tick(0.0):        # one frame per tick, as the modal does
+        while not ops.RunningBake.tick(0.0):  # one frame per tick, as the modal does
             ticks += 1
             assert harness.snapshot() == before, "scene changed while the bake was running"
     assert boom.calls == boom.fail_at and ticks == FAIL_FRAME - 2
     assert job.frames_done == FAIL_FRAME - 1
-    assert job.failure.startswith(f"Solver failed at frame {FAIL_FRAME}: RuntimeError"), \
-        job.failure
+    assert job.failure.startswith(f"Solver failed at frame {FAIL_FRAME}: RuntimeError"), job.failure
     # The operator's end-of-modal step: reports the error, writes nothing (keep_partial off).
     stand_in = _Reports()
     result = ops.IPC_OT_bake._finish(stand_in, bpy.context, ops.RunningBake.take())
@@ -127,9 +127,10 @@ def _user_animation(obj, frames):
     for frame, sub in frames:
         scene.frame_set(frame, subframe=sub)
         evaluated.append((tuple(obj.location), obj["stiffness_hint"]))
-    curves = sorted((fc.data_path, fc.array_index,
-                     tuple(tuple(kp.co) for kp in fc.keyframe_points))
-                    for fc in harness.sub("adapter").fcurves_of(obj))
+    curves = sorted(
+        (fc.data_path, fc.array_index, tuple(tuple(kp.co) for kp in fc.keyframe_points))
+        for fc in harness.sub("adapter").fcurves_of(obj)
+    )
     return evaluated, curves
 
 
@@ -137,13 +138,14 @@ def test_users_animation_and_properties_survive_bake_and_delete():
     scene = bpy.context.scene
     scene.render.fps, scene.frame_start, scene.frame_end = 25, 1, 6
     scene.ipc.substeps = 2
-    obj = harness.make_mesh_object("Mover", [(0, 0, 0), (0.5, 0, 0), (0.5, 0, 0.5), (0, 0, 0.5)],
-                                   faces=[(0, 1, 2, 3)])
+    obj = harness.make_mesh_object(
+        "Mover", [(0, 0, 0), (0.5, 0, 0), (0.5, 0, 0.5), (0, 0, 0.5)], faces=[(0, 1, 2, 3)]
+    )
     obj["stiffness_hint"] = 1.0
     obj["note"] = "hand-made"
     obj.data["mesh_note"] = "keep"
     for frame, x, z, hint in ((1, 0.0, 0.0, 1.0), (3, 0.4, 0.2, 2.5), (6, 1.0, -0.3, 4.0)):
-        obj.location = (x, 0.0, z)                   # in the XZ simulation plane
+        obj.location = (x, 0.0, z)  # in the XZ simulation plane
         obj["stiffness_hint"] = hint
         obj.keyframe_insert("location", frame=frame)
         obj.keyframe_insert('["stiffness_hint"]', frame=frame)
@@ -151,7 +153,7 @@ def test_users_animation_and_properties_survive_bake_and_delete():
     frames = [(1, 0.0), (2, 0.0), (2, 0.5), (3, 0.0), (4, 0.25), (6, 0.0)]
     action = obj.animation_data.action
     action_name, action_ptr = action.name, action.as_pointer()
-    n_slots = len(getattr(action, "slots", ()))      # Blender 4.4+: one slot per animated ID
+    n_slots = len(getattr(action, "slots", ()))  # Blender 4.4+: one slot per animated ID
     anim = _user_animation(obj, frames)
     # The animation really moves the object (else the comparisons below prove nothing).
     assert len({e[0] for e in anim[0]}) == len(frames) and len(anim[1]) == 4
@@ -244,18 +246,18 @@ def test_loading_another_file_stops_a_running_bake_and_changes_nothing():
         original = str(Path(tmp) / "original.blend")
         other = str(Path(tmp) / "other.blend")
         bpy.ops.wm.save_as_mainfile(filepath=original)
-        bpy.data.objects[top.name].location.x += 1.0      # a different file to switch to
+        bpy.data.objects[top.name].location.x += 1.0  # a different file to switch to
         bpy.ops.wm.save_as_mainfile(filepath=other)
         bpy.ops.wm.open_mainfile(filepath=original)
         job = ops.RunningBake.start(bpy.context, "SCENE")
         for _ in range(3):
             assert not ops.RunningBake.tick(0.0)
         assert job.frames_done >= 3
-        bpy.ops.wm.open_mainfile(filepath=other)            # the user opens another file
+        bpy.ops.wm.open_mainfile(filepath=other)  # the user opens another file
         assert ops.RunningBake.cancel_requested, "the load handler did not stop the bake"
         modal = _Modal()
         if hasattr(ops.IPC_OT_bake, "_end_modal"):
-            modal._end_modal = lambda context: None          # no timer/progress without a window
+            modal._end_modal = lambda context: None  # no timer/progress without a window
         result = ops.IPC_OT_bake.modal(modal, bpy.context, type("Event", (), {"type": "TIMER"})())
         assert result == {"CANCELLED"}
         assert ops.RunningBake.job is None

@@ -1,6 +1,6 @@
 """Bad inputs: each gives a clear error naming the object and leaves the scene unchanged."""
-import bpy
 
+import bpy
 import harness
 
 
@@ -14,7 +14,8 @@ def teardown_function():
 
 def _scene(n_frames=11):
     return harness.sub("examples").build_compressing_squares(
-        bpy.context, n_seg=2, fps=50, substeps=2, n_frames=n_frames)
+        bpy.context, n_seg=2, fps=50, substeps=2, n_frames=n_frames
+    )
 
 
 def _assert_refused(expected_words, **kwargs):
@@ -41,7 +42,7 @@ def test_no_bodies_in_scene():
 
 def test_non_flat_mesh():
     top, _, _ = _scene()
-    top.data.vertices[4].co.y += 0.01      # out of the XZ plane
+    top.data.vertices[4].co.y += 0.01  # out of the XZ plane
     _assert_refused(["IPC_Square_Top", "not flat", "XZ"])
 
 
@@ -53,8 +54,7 @@ def test_mesh_flat_in_the_wrong_plane():
 
 def test_body_without_faces():
     _scene()
-    obj = harness.make_mesh_object("Wire", [(2, 0, 0), (3, 0, 0), (3, 0, 1)],
-                                   edges=[(0, 1), (1, 2)])
+    obj = harness.make_mesh_object("Wire", [(2, 0, 0), (3, 0, 0), (3, 0, 1)], edges=[(0, 1), (1, 2)])
     bpy.context.view_layer.update()
     obj.select_set(True)
     _assert_refused(["Wire", "no faces"])
@@ -62,7 +62,7 @@ def test_body_without_faces():
 
 def test_overlapping_bodies():
     top, bottom, _ = _scene()
-    bottom.location.z = -0.3               # overlaps the top square (bottom edge at -0.225)
+    bottom.location.z = -0.3  # overlaps the top square (bottom edge at -0.225)
     _assert_refused(["IPC_Square_Bottom", "IPC_Square_Top", "overlap"])
 
 

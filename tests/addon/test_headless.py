@@ -1,9 +1,9 @@
 """Headless use: bake_cli on a saved .blend (open, bake all bodies, save)."""
+
 import tempfile
 from pathlib import Path
 
 import bpy
-
 import harness
 
 
@@ -16,10 +16,9 @@ def teardown_function():
 
 
 def test_bake_cli_on_saved_file():
-    harness.sub("examples").build_compressing_squares(bpy.context, n_seg=2, fps=50, substeps=2,
-                                                      n_frames=6)
+    harness.sub("examples").build_compressing_squares(bpy.context, n_seg=2, fps=50, substeps=2, n_frames=6)
     for obj in bpy.context.view_layer.objects:
-        obj.select_set(False)                    # target="SCENE" needs no selection
+        obj.select_set(False)  # target="SCENE" needs no selection
     with tempfile.TemporaryDirectory() as tmp:
         src, out = str(Path(tmp) / "scene.blend"), str(Path(tmp) / "baked.blend")
         bpy.ops.wm.save_as_mainfile(filepath=src)
@@ -30,7 +29,7 @@ def test_bake_cli_on_saved_file():
         for name in ("IPC_Square_Top", "IPC_Square_Bottom"):
             obj = bpy.data.objects[name]
             assert obj.ipc.is_baked and len(obj.data.shape_keys.key_blocks) == 6
-        bpy.ops.wm.open_mainfile(filepath=src)   # the source file itself is untouched
+        bpy.ops.wm.open_mainfile(filepath=src)  # the source file itself is untouched
         assert bpy.data.objects["IPC_Square_Top"].data.shape_keys is None
 
 

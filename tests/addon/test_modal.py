@@ -1,9 +1,9 @@
 """The modal bake (driven through the same start/tick/cancel calls its modal() uses, because
 timers never fire in background mode) and solver-failure handling."""
-import bpy
-import numpy as np
 
+import bpy
 import harness
+import numpy as np
 
 
 def setup_function():
@@ -16,8 +16,9 @@ def teardown_function():
 
 def _scene(n_frames=8):
     top, bottom, ceiling = harness.sub("examples").build_compressing_squares(
-        bpy.context, n_seg=2, fps=50, substeps=2, n_frames=n_frames)
-    bpy.context.scene.frame_set(4)        # not the start frame: must be restored
+        bpy.context, n_seg=2, fps=50, substeps=2, n_frames=n_frames
+    )
+    bpy.context.scene.frame_set(4)  # not the start frame: must be restored
     return top, bottom, ceiling
 
 
@@ -27,13 +28,13 @@ def test_cancel_part_way_leaves_scene_as_before():
     before = harness.snapshot()
     job = ops.RunningBake.start(bpy.context, "SELECTED")
     for _ in range(3):
-        assert ops.RunningBake.tick(0.0) is False          # zero budget: one frame per tick
+        assert ops.RunningBake.tick(0.0) is False  # zero budget: one frame per tick
     assert job.frames_done == 4 and job.n_frames == 8
     assert harness.snapshot() == before, "scene changed while the bake was running"
     ops.RunningBake.cancel()
     assert ops.RunningBake.job is None
     assert harness.snapshot() == before
-    assert bpy.ops.ipc.bake.poll()                         # a new bake can start
+    assert bpy.ops.ipc.bake.poll()  # a new bake can start
 
 
 def test_modal_ticks_give_the_same_bake_as_execute():
@@ -45,11 +46,9 @@ def test_modal_ticks_give_the_same_bake_as_execute():
         ticks += 1
     assert ticks == 7 and job.estimate_remaining() == 0.0
     assert ops.RunningBake.take().finish() is True
-    modal = [[kb.data[i].co[:] for i in range(len(kb.data))]
-             for kb in top.data.shape_keys.key_blocks]
+    modal = [[kb.data[i].co[:] for i in range(len(kb.data))] for kb in top.data.shape_keys.key_blocks]
     assert bpy.ops.ipc.bake() == {"FINISHED"}
-    direct = [[kb.data[i].co[:] for i in range(len(kb.data))]
-              for kb in top.data.shape_keys.key_blocks]
+    direct = [[kb.data[i].co[:] for i in range(len(kb.data))] for kb in top.data.shape_keys.key_blocks]
     assert len(modal) == 8 and modal == direct
 
 
@@ -80,7 +79,7 @@ def _failing_job(fail_at):
 def test_solver_failure_reports_frame_and_changes_nothing_by_default():
     _scene()
     before = harness.snapshot()
-    job = _failing_job(fail_at=6)      # step 6 = 2nd substep of the 3rd computed frame
+    job = _failing_job(fail_at=6)  # step 6 = 2nd substep of the 3rd computed frame
     assert job.failure.startswith("Solver failed at frame 4:"), job.failure
     assert "no convergence" in job.failure
     assert job.finish(keep_partial=False) is False
@@ -92,7 +91,7 @@ def test_solver_failure_keeps_partial_bake_when_asked():
     job = _failing_job(fail_at=6)
     assert job.finish(keep_partial=True) is True
     for obj in (top, bottom):
-        assert len(obj.data.shape_keys.key_blocks) == 3       # frames 1..3
+        assert len(obj.data.shape_keys.key_blocks) == 3  # frames 1..3
         assert obj.ipc.bake_partial and obj.ipc.bake_frame_end == 3
         assert "frame 4" in obj.ipc.bake_message
     assert "frame 4" in bpy.context.scene.ipc.stat_message
@@ -113,7 +112,7 @@ class _OperatorStandIn:
     def report(self, kind, message):
         self.reports.append((set(kind), message))
 
-    def __getattr__(self, name):          # _begin_modal, _end_modal, _finish from the class
+    def __getattr__(self, name):  # _begin_modal, _end_modal, _finish from the class
         return getattr(self.cls, name).__get__(self)
 
 
@@ -135,7 +134,7 @@ def test_modal_escape_cancels_and_leaves_scene_unchanged():
     before = harness.snapshot()
     op, result, job = _modal_run(["TIMER", "MOUSEMOVE", "TIMER", "ESC"])
     assert result == {"CANCELLED"}
-    assert job.frames_done == 3                   # rest frame + one frame per timer event
+    assert job.frames_done == 3  # rest frame + one frame per timer event
     assert "cancelled" in op.reports[-1][1]
     assert harness.sub("operators").RunningBake.job is None
     assert harness.snapshot() == before

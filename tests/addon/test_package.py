@@ -1,15 +1,16 @@
 """The built zip: layout serving both install routes, embedded solver identical to solver/,
 and (bpy wheel leg) a real install as a Blender >= 4.2 extension in a scratch user dir."""
+
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 import zipfile
 from pathlib import Path
 
 import harness
+import tomllib
 
 # Run by pytest (bpy 5.0 wheel). The legacy-install route is what run_in_blender.py exercises.
 LEGS = {"pytest"}
@@ -26,8 +27,11 @@ def test_zip_layout_and_metadata():
             names = zf.namelist()
             manifest = tomllib.loads(zf.read("blender_ipc/blender_manifest.toml").decode())
             init = zf.read("blender_ipc/__init__.py").decode()
-            embedded = {n[len("blender_ipc/solver/"):]: zf.read(n) for n in names
-                        if n.startswith("blender_ipc/solver/")}
+            embedded = {
+                n[len("blender_ipc/solver/") :]: zf.read(n)
+                for n in names
+                if n.startswith("blender_ipc/solver/")
+            }
     # One top folder: a legacy install extracts it as the package, the extension installer
     # accepts a manifest inside a single top folder.
     assert {n.split("/")[0] for n in names} == {"blender_ipc"}
@@ -39,8 +43,11 @@ def test_zip_layout_and_metadata():
     bl_version = re.search(r'"version":\s*\((\d+), (\d+), (\d+)\)', init).groups()
     assert ".".join(bl_version) == version
     assert '"blender": (3, 4, 0)' in init
-    source = {p.relative_to(harness.ROOT / "solver").as_posix(): p.read_bytes()
-              for p in (harness.ROOT / "solver").rglob("*.py") if "__pycache__" not in p.parts}
+    source = {
+        p.relative_to(harness.ROOT / "solver").as_posix(): p.read_bytes()
+        for p in (harness.ROOT / "solver").rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
     assert embedded == source
 
 
@@ -77,8 +84,13 @@ def test_installs_as_extension():
         zip_path = _build(Path(tmp) / "dist")
         user_dir = str(Path(tmp) / "user")
         env = dict(os.environ, BLENDER_USER_RESOURCES=user_dir)
-        proc = subprocess.run([sys.executable, "-c", _EXTENSION_SCRIPT, str(zip_path), user_dir],
-                              env=env, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-c", _EXTENSION_SCRIPT, str(zip_path), user_dir],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert proc.returncode == 0 and "EXTENSION-OK" in proc.stdout, proc.stdout + proc.stderr
 
 

@@ -1,8 +1,8 @@
 """Scene reading: defaults, plane choice, n-gons, parented colliders, pins, material presets."""
-import bpy
-import numpy as np
 
+import bpy
 import harness
+import numpy as np
 
 
 def setup_function():
@@ -29,10 +29,10 @@ def test_defaults_relative_dhat_automatic_kappa_scene_gravity():
     _square("B", 0.0, 0.6)
     bpy.context.view_layer.update()
     p = _job().solver_scene.params
-    diag = np.hypot(0.4, 1.0)                    # bounding box of both squares
+    diag = np.hypot(0.4, 1.0)  # bounding box of both squares
     assert np.isclose(p.dhat, 1e-3 * diag, rtol=1e-6)
     assert p.kappa is None
-    assert np.isclose(p.dt, 1.0 / (24 * 4))      # default 4 substeps
+    assert np.isclose(p.dt, 1.0 / (24 * 4))  # default 4 substeps
     np.testing.assert_allclose(p.gravity, (0.0, -9.81), rtol=1e-6)
     scene.ipc.use_scene_gravity, scene.ipc.gravity = False, (1.0, -2.0)
     np.testing.assert_allclose(_job().solver_scene.params.gravity, (1.0, -2.0))
@@ -51,11 +51,18 @@ def test_ngon_triangulated_and_xy_plane():
     (body,) = scene_in.bodies
     assert len(body.triangles) == 4
     x = np.asarray(body.vertices)
-    expect = np.array([(-y, vx) for vx, y, _ in verts])           # rotated by 90 deg about Z
+    expect = np.array([(-y, vx) for vx, y, _ in verts])  # rotated by 90 deg about Z
     np.testing.assert_allclose(x, expect, atol=1e-6)
-    area = 0.5 * np.abs(np.cross(x[body.triangles[:, 1]] - x[body.triangles[:, 0]],
-                                 x[body.triangles[:, 2]] - x[body.triangles[:, 0]])).sum()
-    assert np.isclose(area, 3.0)                                   # L shape: 4 - 1
+    area = (
+        0.5
+        * np.abs(
+            np.cross(
+                x[body.triangles[:, 1]] - x[body.triangles[:, 0]],
+                x[body.triangles[:, 2]] - x[body.triangles[:, 0]],
+            )
+        ).sum()
+    )
+    assert np.isclose(area, 3.0)  # L shape: 4 - 1
     np.testing.assert_allclose(scene_in.params.gravity, (0.0, 0.0))  # -Z is out of plane
 
 
@@ -72,8 +79,7 @@ def test_parented_collider_motion_sampled_per_substep():
     for fc in harness.sub("adapter").fcurves_of(handle):
         for kp in fc.keyframe_points:
             kp.interpolation = "LINEAR"
-    wall = harness.make_mesh_object("Wall", [(1, 0, -1), (1, 0, 1)], edges=[(0, 1)],
-                                    role="COLLIDER")
+    wall = harness.make_mesh_object("Wall", [(1, 0, -1), (1, 0, 1)], edges=[(0, 1)], role="COLLIDER")
     wall.parent = handle
     scene.frame_set(2)
     bpy.context.view_layer.update()
@@ -81,9 +87,8 @@ def test_parented_collider_motion_sampled_per_substep():
     (col,) = job.solver_scene.colliders
     np.testing.assert_allclose(col.times, [0, 0.05, 0.1, 0.15, 0.2])
     # Handle x moves 1 m per frame (2 samples per frame) and carries the wall along.
-    np.testing.assert_allclose(col.positions[:, :, 0].mean(axis=1), 1.0 + np.arange(5) * 0.5,
-                               atol=1e-6)
-    assert scene.frame_current == 2                                # restored after sampling
+    np.testing.assert_allclose(col.positions[:, :, 0].mean(axis=1), 1.0 + np.arange(5) * 0.5, atol=1e-6)
+    assert scene.frame_current == 2  # restored after sampling
 
 
 def test_pinned_group_holds_vertices_during_the_bake():
@@ -105,7 +110,7 @@ def test_pinned_group_holds_vertices_during_the_bake():
     moved = harness.evaluated_local(obj)
     rest = harness.local_coords(obj.data)
     np.testing.assert_allclose(moved[[0, 3]], rest[[0, 3]], atol=1e-6)
-    assert (moved[[2, 5], 2] < rest[[2, 5], 2] - 1e-3).all()      # free end sags
+    assert (moved[[2, 5], 2] < rest[[2, 5], 2] - 1e-3).all()  # free end sags
 
 
 def test_pin_group_missing_is_an_error():
@@ -124,10 +129,11 @@ def test_material_presets():
     got = (s.youngs_modulus, s.poisson_ratio, s.density, s.friction)
     np.testing.assert_allclose(got, props.MATERIAL_PRESETS["RUBBER"], rtol=1e-6)
     assert s.material_preset == "RUBBER"
-    s.friction = 0.1                              # hand edit -> custom
+    s.friction = 0.1  # hand edit -> custom
     assert s.material_preset == "CUSTOM"
     assert np.isclose(s.friction, 0.1) and np.isclose(s.youngs_modulus, got[0])
     s.material_preset = "JELLY"
     mat = _job().solver_scene.bodies[0].material
-    np.testing.assert_allclose((mat.E, mat.nu, mat.density, mat.mu),
-                               props.MATERIAL_PRESETS["JELLY"], rtol=1e-6)
+    np.testing.assert_allclose(
+        (mat.E, mat.nu, mat.density, mat.mu), props.MATERIAL_PRESETS["JELLY"], rtol=1e-6
+    )

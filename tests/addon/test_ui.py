@@ -1,7 +1,7 @@
 """Panels and registration. Panels cannot be drawn in background mode, so the draw functions
 run against a layout stand-in that checks every property and operator they reference exists."""
-import bpy
 
+import bpy
 import harness
 
 
@@ -36,7 +36,7 @@ class _Layout:
     def operator(self, idname, **kwargs):
         module, name = idname.split(".")
         assert hasattr(getattr(bpy.ops, module), name), idname
-        getattr(getattr(bpy.ops, module), name).get_rna_type()   # raises if not registered
+        getattr(getattr(bpy.ops, module), name).get_rna_type()  # raises if not registered
         self.log.append(("op", idname))
 
     def label(self, text="", **kwargs):
@@ -62,8 +62,9 @@ def test_registered_under_namespaced_pointers():
 
 def test_panels_draw_before_and_after_a_bake():
     ctx = bpy.context
-    top, _, _ = harness.sub("examples").build_compressing_squares(ctx, n_seg=2, fps=50,
-                                                                  substeps=2, n_frames=4)
+    top, _, _ = harness.sub("examples").build_compressing_squares(
+        ctx, n_seg=2, fps=50, substeps=2, n_frames=4
+    )
     log = _draw_all(ctx)
     assert ("prop", "role") in log and ("prop", "youngs_modulus") in log
     assert ("op", "ipc.bake") in log and ("op", "ipc.delete_bake") in log

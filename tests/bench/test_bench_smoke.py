@@ -1,5 +1,6 @@
 """Smoke test of bench/run.py: it runs on a tiny configuration and prints
 well-formed markdown tables (no timing asserts: the bench only reports)."""
+
 import json
 import os
 import subprocess
@@ -8,11 +9,36 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = os.path.join(ROOT, "bench", "run.py")
 
-SUMMARY = ["scene", "vertices", "steps", "wall s", "CPU s", "s/step", "Newton mean", "Newton median",
-           "Newton max", "solves", "non-solve ms/iter", "solve ms/iter", "non-solve/solve",
-           "peak MiB", "converged"]
-STAGES = ["scene", "elast", "barrier", "fric", "inert+pen", "broad", "CCD", "solve", "line srch",
-          "setup", "other"]
+SUMMARY = [
+    "scene",
+    "vertices",
+    "steps",
+    "wall s",
+    "CPU s",
+    "s/step",
+    "Newton mean",
+    "Newton median",
+    "Newton max",
+    "solves",
+    "non-solve ms/iter",
+    "solve ms/iter",
+    "non-solve/solve",
+    "peak MiB",
+    "converged",
+]
+STAGES = [
+    "scene",
+    "elast",
+    "barrier",
+    "fric",
+    "inert+pen",
+    "broad",
+    "CCD",
+    "solve",
+    "line srch",
+    "setup",
+    "other",
+]
 
 
 def _table(lines, header):
@@ -22,7 +48,7 @@ def _table(lines, header):
     i = lines.index(head)
     assert lines[i + 1] == "|" + "|".join("---" for _ in header) + "|"
     rows = []
-    for line in lines[i + 2:]:
+    for line in lines[i + 2 :]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -33,8 +59,13 @@ def _table(lines, header):
 
 def test_bench_tiny_run_prints_tables(tmp_path):
     out_json = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, BENCH, "S1", "--steps", "5", "--json", str(out_json)],
-                          capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, BENCH, "S1", "--steps", "5", "--json", str(out_json)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
 
@@ -42,12 +73,20 @@ def test_bench_tiny_run_prints_tables(tmp_path):
     cell = dict(zip(SUMMARY, row))
     assert cell["scene"] == "S1"
     assert int(cell["steps"]) == 5
-    assert int(cell["vertices"]) == 20          # two 3x3-vertex squares + the 2-vertex ceiling
-    for name in ("wall s", "CPU s", "s/step", "Newton mean", "Newton median", "non-solve ms/iter",
-                 "solve ms/iter", "peak MiB"):
+    assert int(cell["vertices"]) == 20  # two 3x3-vertex squares + the 2-vertex ceiling
+    for name in (
+        "wall s",
+        "CPU s",
+        "s/step",
+        "Newton mean",
+        "Newton median",
+        "non-solve ms/iter",
+        "solve ms/iter",
+        "peak MiB",
+    ):
         assert float(cell[name]) >= 0.0, name
     assert int(cell["Newton max"]) >= 0
-    assert int(cell["solves"]) >= 5            # at least one assembled system per step
+    assert int(cell["solves"]) >= 5  # at least one assembled system per step
     assert cell["converged"] == "yes"
     assert abs(float(cell["s/step"]) * 5 - float(cell["wall s"])) <= 0.01 + 0.05 * float(cell["wall s"])
 
@@ -58,7 +97,7 @@ def test_bench_tiny_run_prints_tables(tmp_path):
         seconds, pct = c.split(" (")
         assert float(seconds) >= 0.0
         percents.append(float(pct.rstrip("%)")))
-    assert 95 <= sum(percents) <= 105          # stages + 'other' account for the whole run
+    assert 95 <= sum(percents) <= 105  # stages + 'other' account for the whole run
 
     # one progress line per step on stderr
     progress = [l for l in proc.stderr.splitlines() if l.startswith("[S1] step ")]
@@ -71,21 +110,43 @@ def test_bench_tiny_run_prints_tables(tmp_path):
 
 
 def test_bench_rejects_unknown_scene():
-    proc = subprocess.run([sys.executable, BENCH, "S9", "--steps", "1"], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, BENCH, "S9", "--steps", "1"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode != 0
     assert "unknown scene" in proc.stderr and "S9" in proc.stderr
 
 
 def test_bench_repeat_reports_the_median_run(tmp_path):
     out_json = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, BENCH, "S1", "--steps", "2", "--repeat", "3", "--no-progress",
-                           "--json", str(out_json)], capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            BENCH,
+            "S1",
+            "--steps",
+            "2",
+            "--repeat",
+            "3",
+            "--no-progress",
+            "--json",
+            str(out_json),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     (r,) = json.loads(out_json.read_text())
     walls = r["repeat_wall_s"]
     assert len(walls) == 3 and walls == sorted(walls) and r["wall_s"] == walls[1]
     assert "median of 3 runs" in proc.stdout
-    bad = subprocess.run([sys.executable, BENCH, "S1", "--repeat", "0"], capture_output=True, text=True,
-                         timeout=60, cwd=str(tmp_path))
+    bad = subprocess.run(
+        [sys.executable, BENCH, "S1", "--repeat", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(tmp_path),
+    )
     assert bad.returncode != 0 and "--repeat" in bad.stderr

@@ -9,6 +9,7 @@ run_gui_tests.sh / scripts/screenshots.sh with `blender --enable-event-simulate 
 The result goes to a JSON file: an exception raised in a timer callback, or sys.exit() there, does
 not reach Blender's exit code, so the shell script reads the file instead.
 """
+
 import json
 import os
 import sys
@@ -25,7 +26,7 @@ sys.path.insert(0, str(ROOT / "tests" / "addon"))
 
 
 def args():
-    argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+    argv = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
     if len(argv) < 2:
         raise SystemExit("usage: blender ... --python SCRIPT -- ADDON.zip RESULT.json [OUT_DIR]")
     return argv
@@ -35,13 +36,13 @@ def install_addon(zip_path):
     """Install the built zip as Preferences > Add-ons > Install does, then tick it."""
     if not os.environ.get("BLENDER_USER_SCRIPTS"):
         raise SystemExit("set BLENDER_USER_SCRIPTS to a scratch dir (do not touch the real one)")
-    result = bpy.ops.preferences.addon_install(filepath=str(Path(zip_path).resolve()),
-                                               overwrite=True)
+    result = bpy.ops.preferences.addon_install(filepath=str(Path(zip_path).resolve()), overwrite=True)
     assert result == {"FINISHED"}, result
     addon_utils.modules(refresh=True)
     addon_utils.enable("blender_ipc", default_set=True, handle_error=_raise)
     os.environ["IPC_ADDON_MODULE"] = "blender_ipc"
     import blender_ipc
+
     installed = Path(os.environ["BLENDER_USER_SCRIPTS"]) / "addons" / "blender_ipc"
     assert Path(blender_ipc.__file__).parent == installed, blender_ipc.__file__
     return blender_ipc
@@ -52,6 +53,7 @@ def _raise(err):
 
 
 # ----------------------------------------------------------------------------- UI context
+
 
 def window():
     return bpy.context.window_manager.windows[0]
@@ -71,11 +73,11 @@ def region(a, kind="WINDOW"):
 def override(kind="VIEW_3D"):
     """Context of a user acting in the given editor (timers run without window/area)."""
     a = area(kind)
-    return bpy.context.temp_override(window=window(), screen=window().screen, area=a,
-                                     region=region(a))
+    return bpy.context.temp_override(window=window(), screen=window().screen, area=a, region=region(a))
 
 
 # ----------------------------------------------------------------------------- scene
+
 
 def clear_scene():
     """Remove all objects and the data the example creates (read_homefile from a timer hangs
@@ -84,8 +86,7 @@ def clear_scene():
         bpy.data.batch_remove(list(coll))
     scene = bpy.context.scene
     scene.frame_set(1)
-    for name in ("stat_frames", "stat_wall_time", "stat_newton_iters", "stat_min_distance",
-                 "stat_message"):
+    for name in ("stat_frames", "stat_wall_time", "stat_newton_iters", "stat_min_distance", "stat_message"):
         scene.ipc.property_unset(name)
 
 
@@ -99,6 +100,7 @@ def wait_until(condition, timeout, what, poll=0.05):
 
 
 # ----------------------------------------------------------------------------- runner
+
 
 def run(scenarios, result_path, cleanup=lambda: None):
     """Run the generator functions one after the other from a timer; write
@@ -117,7 +119,7 @@ def run(scenarios, result_path, cleanup=lambda: None):
             print(f"FAIL {name}\n{error}", flush=True)
         try:
             cleanup()
-        except Exception:  # noqa: BLE001 - a broken cleanup fails the next scenario instead
+        except Exception:
             traceback.print_exc()
 
     def drive():
@@ -126,8 +128,7 @@ def run(scenarios, result_path, cleanup=lambda: None):
                 state["i"] += 1
                 if state["i"] >= len(scenarios):
                     Path(result_path).write_text(json.dumps(result, indent=1))
-                    print(f"{len(result['passed'])} passed, {len(result['failed'])} failed",
-                          flush=True)
+                    print(f"{len(result['passed'])} passed, {len(result['failed'])} failed", flush=True)
                     bpy.ops.wm.quit_blender()
                     return None
                 print(f"---- {scenarios[state['i']].__name__}", flush=True)
@@ -138,7 +139,7 @@ def run(scenarios, result_path, cleanup=lambda: None):
                 state["gen"] = None
                 finish_current()
                 continue
-            except Exception:  # noqa: BLE001 - record it, run the next scenario
+            except Exception:
                 state["gen"] = None
                 finish_current(traceback.format_exc())
                 continue

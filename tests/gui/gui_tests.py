@@ -7,6 +7,7 @@ and a finished bake being ONE undo step (ed.undo -> pre-bake state, ed.redo -> t
 Run by tests/gui/run_gui_tests.sh (Blender started with --enable-event-simulate so
 Window.event_simulate can inject Esc); results in the JSON file named on the command line.
 """
+
 import sys
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ import bpy
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import driver  # noqa: E402
+import driver
 
 ZIP, RESULT = driver.args()[:2]
 addon = driver.install_addon(ZIP)
@@ -43,6 +44,7 @@ class StatusLog:
                 return self._tick(budget)
             finally:
                 self.compute += time.perf_counter() - t0
+
         ops._status, ops.RunningBake.tick = record, tick
         return self
 
@@ -60,9 +62,8 @@ class StatusLog:
 
 
 def build(n_frames):
-    top, bottom, _ = addon.examples.build_compressing_squares(bpy.context, n_seg=N_SEG,
-                                                              n_frames=n_frames)
-    bpy.context.scene.frame_set(3)          # not the start frame: the bake must restore it
+    top, bottom, _ = addon.examples.build_compressing_squares(bpy.context, n_seg=N_SEG, n_frames=n_frames)
+    bpy.context.scene.frame_set(3)  # not the start frame: the bake must restore it
     # The example is built by a script, not an operator: push undo steps as the user's own
     # edits would. Two steps with a marker tell "the step before the bake" from the one before.
     scene = bpy.context.scene
@@ -97,9 +98,11 @@ def run_until_frames(k, log=None, updates=0, timeout=60.0):
     """Let the modal bake run until k frames are done and the status bar was updated `updates`
     times; returns the longest pause between two of our timer callbacks (how long the UI was
     blocked at most)."""
+
     def running():
         job = ops.RunningBake.job
         return job is not None and (job.frames_done < k or (log and len(log.frames()) < updates))
+
     gaps, last = [], time.perf_counter()
     while running():
         yield 0.02
@@ -117,14 +120,18 @@ def check_progress(log, n_frames, at_least):
     ks = [k for k, _ in frames]
     times = [t for t, text in log.calls if text]
     if len(times) > 1:
-        print(f"  {len(times)} progress updates, {np.mean(np.diff(times)) * 1000:.0f} ms apart, "
-              f"{(ks[-1] - ks[0]) / (len(times) - 1):.2f} frames per update, "
-              f"{log.compute / len(times) * 1000:.0f} ms computing per update", flush=True)
+        print(
+            f"  {len(times)} progress updates, {np.mean(np.diff(times)) * 1000:.0f} ms apart, "
+            f"{(ks[-1] - ks[0]) / (len(times) - 1):.2f} frames per update, "
+            f"{log.compute / len(times) * 1000:.0f} ms computing per update",
+            flush=True,
+        )
     assert ks == sorted(ks) and ks[0] >= 1 and ks[-1] > ks[0], ks
     return ks
 
 
 # ----------------------------------------------------------------------------- scenarios
+
 
 def test_esc_cancels_modal_bake_and_scene_is_unchanged():
     yield from ensure_idle()
@@ -226,7 +233,7 @@ def test_modal_bake_finishes_and_is_one_undo_step():
     for n in names:
         assert bpy.data.objects[n].data.shape_keys is None
         assert np.array_equal(harness.local_coords(bpy.data.objects[n].data), rest[n]), n
-    undo_redo("undo")          # the bake was one step: the next undo is the edit before it
+    undo_redo("undo")  # the bake was one step: the next undo is the edit before it
     yield 0.2
     assert marker() == 1, f"second undo is not the edit before the bake (marker {marker()})"
 
@@ -239,8 +246,7 @@ def test_modal_bake_finishes_and_is_one_undo_step():
         assert bpy.data.objects[n].ipc.is_baked
     assert bpy.context.scene.ipc.stat_frames == n_frames
     with driver.override():
-        assert not bpy.ops.ed.redo.poll() or bpy.ops.ed.redo() == {"CANCELLED"}, \
-            "a redo step after the bake"
+        assert not bpy.ops.ed.redo.poll() or bpy.ops.ed.redo() == {"CANCELLED"}, "a redo step after the bake"
 
     undo_redo("undo")
     yield 0.2
@@ -260,8 +266,7 @@ def test_undo_during_modal_bake_stops_it_cleanly():
         assert ops.RunningBake.job is not None
         driver.window().event_simulate(type="Z", value="PRESS", ctrl=True)
         driver.window().event_simulate(type="Z", value="RELEASE", ctrl=True)
-        yield from driver.wait_until(lambda: ops.RunningBake.job is None, 10,
-                                     "the bake to stop after Ctrl+Z")
+        yield from driver.wait_until(lambda: ops.RunningBake.job is None, 10, "the bake to stop after Ctrl+Z")
         yield 0.5
     assert log.calls[-1][1] is None, "status bar text not cleared after the bake stopped"
     assert marker() == after_undo_marker, f"Ctrl+Z did not undo (marker {marker()})"
@@ -272,9 +277,11 @@ def test_undo_during_modal_bake_stops_it_cleanly():
         assert bpy.ops.ipc.bake.poll(), "a new bake cannot start after the undo"
 
 
-SCENARIOS = [test_esc_cancels_modal_bake_and_scene_is_unchanged,
-             test_cancel_button_stops_modal_bake_and_scene_is_unchanged,
-             test_modal_bake_finishes_and_is_one_undo_step,
-             test_undo_during_modal_bake_stops_it_cleanly]
+SCENARIOS = [
+    test_esc_cancels_modal_bake_and_scene_is_unchanged,
+    test_cancel_button_stops_modal_bake_and_scene_is_unchanged,
+    test_modal_bake_finishes_and_is_one_undo_step,
+    test_undo_during_modal_bake_stops_it_cleanly,
+]
 
 driver.run(SCENARIOS, RESULT)

@@ -7,6 +7,7 @@ front view (XZ plane) of the scene, and saves into OUT_DIR:
   gui_baking.png          the whole window during the modal bake (progress, Cancel button)
   gui_baked.png           the whole window after the bake, at frame 37
 """
+
 import sys
 from pathlib import Path
 
@@ -14,14 +15,14 @@ import bpy
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import driver  # noqa: E402
+import driver
 
 ZIP, RESULT, OUT = driver.args()[:3]
 OUT = Path(OUT).resolve()
 addon = driver.install_addon(ZIP)
 ops = addon.operators
-WINDOW_SCALE = 0.6      # full-window pictures: 1600x1000 -> 960x600 (keeps them < 300 KB)
-SHOW_FRAME = 37         # both squares in view, rotated, under the descending ceiling
+WINDOW_SCALE = 0.6  # full-window pictures: 1600x1000 -> 960x600 (keeps them < 300 KB)
+SHOW_FRAME = 37  # both squares in view, rotated, under the descending ceiling
 
 
 def enlarge_properties(wider, taller):
@@ -32,8 +33,7 @@ def enlarge_properties(wider, taller):
         bpy.ops.screen.area_move(x=prop.x, y=prop.y + prop.height // 2, delta=-wider)
     prop = driver.area("PROPERTIES")
     with driver.override("PROPERTIES"):
-        bpy.ops.screen.area_move(x=prop.x + prop.width // 2, y=prop.y + prop.height,
-                                 delta=taller)
+        bpy.ops.screen.area_move(x=prop.x + prop.width // 2, y=prop.y + prop.height, delta=taller)
 
 
 def front_view():
@@ -69,7 +69,7 @@ def _save_scaled(src, dst, scale=1.0, crop_bottom_rows=0):
     if crop_bottom_rows:
         px = np.empty(w * h * 4, dtype=np.float32)
         img.pixels.foreach_get(px)
-        px = px.reshape(h, w, 4)[crop_bottom_rows:]          # Blender images start at the bottom
+        px = px.reshape(h, w, 4)[crop_bottom_rows:]  # Blender images start at the bottom
         h = px.shape[0]
         out = bpy.data.images.new("ipc_crop", w, h, alpha=False)
         out.pixels.foreach_set(px.ravel())
@@ -91,10 +91,10 @@ def _empty_rows_at_bottom(path):
     px = np.empty(w * h * 4, dtype=np.float32)
     img.pixels.foreach_get(px)
     bpy.data.images.remove(img)
-    rows = px.reshape(h, w, 4)[:, 40:-16, :3]            # skip the tab column and scrollbar
-    background = rows[8, 20]                             # above the area's bottom border
+    rows = px.reshape(h, w, 4)[:, 40:-16, :3]  # skip the tab column and scrollbar
+    background = rows[8, 20]  # above the area's bottom border
     busy = np.abs(rows - background).max(axis=(1, 2)) > 0.02
-    busy[:4] = False                                     # the border itself
+    busy[:4] = False  # the border itself
     first = int(np.argmax(busy)) if busy.any() else 0
     return max(first - 12, 0)
 
@@ -125,7 +125,7 @@ def screenshots():
     enlarge_properties(260, 190)
     front_view()
     redraw()
-    yield 0.5      # the Properties editor offers the object tabs once it has redrawn
+    yield 0.5  # the Properties editor offers the object tabs once it has redrawn
     driver.area("PROPERTIES").spaces.active.context = "PHYSICS"
     redraw()
     yield 1.0
@@ -138,8 +138,7 @@ def screenshots():
 
     with driver.override("PROPERTIES"):
         assert bpy.ops.ipc.bake("INVOKE_DEFAULT") == {"RUNNING_MODAL"}
-    yield from driver.wait_until(lambda: ops.RunningBake.job.frames_done >= 12, 120,
-                                 "12 baked frames")
+    yield from driver.wait_until(lambda: ops.RunningBake.job.frames_done >= 12, 120, "12 baked frames")
     shot_window("gui_baking.png")
     yield from driver.wait_until(lambda: ops.RunningBake.job is None, 300, "the bake")
     assert top.data.shape_keys is not None, "the bake did not finish"

@@ -6,10 +6,11 @@ point-segment distance, orientation predicates and segment intersection,
 boundary edges of a triangle mesh, signed areas, a least-squares rotation
 angle, and central finite differences.
 """
+
 import numpy as np
 
-
 # ------------------------------------------------------------------ geometry
+
 
 def cross2(a, b):
     """z-component of the 2D cross product, broadcasting over leading axes."""
@@ -40,6 +41,7 @@ def segments_intersect(a0, a1, b0, b1):
     crossing whenever rounding gives inconsistent signs.  Arrays (n, 2) -> (n,) bool.
     """
     from tests.stress.check import segments_intersect as exact
+
     return exact(a0, a1, b0, b1)
 
 
@@ -81,11 +83,12 @@ def rotation_angle(rest, x):
     (2D Procrustes / polar fit about the centroids)."""
     X = rest - rest.mean(axis=0)
     y = x - x.mean(axis=0)
-    A = y.T @ X          # sum y X^T
+    A = y.T @ X  # sum y X^T
     return float(np.arctan2(A[1, 0] - A[0, 1], A[0, 0] + A[1, 1]))
 
 
 # ------------------------------------------------------------------ finite differences
+
 
 def fd_gradient(f, x, h):
     """Central-difference gradient of scalar f at flat x."""
@@ -118,8 +121,9 @@ def assert_close_rel(actual, expected, rtol, what=""):
     expected = np.asarray(expected, float)
     scale = max(np.linalg.norm(expected), np.linalg.norm(actual), 1e-300)
     err = np.linalg.norm(actual - expected)
-    assert err <= rtol * scale, \
+    assert err <= rtol * scale, (
         f"{what}: relative error {err / scale:.3e} > {rtol:g}\nactual={actual}\nexpected={expected}"
+    )
 
 
 def random_stencil(rng, kind):
@@ -139,6 +143,7 @@ def random_stencil(rng, kind):
 # ------------------------------------------------------------------ input builders
 # (These construct solver inputs; the checkers above never import solver.)
 
+
 def grid_square(side, n_seg, center=(0.0, 0.0), angle=0.0):
     """Square of n_seg x n_seg cells, two CCW triangles per cell, rotated by angle
     about its centre.  Written here so the tests do not depend on examples.py."""
@@ -155,8 +160,7 @@ def grid_square(side, n_seg, center=(0.0, 0.0), angle=0.0):
     return v, np.array(tris)
 
 
-def contact_scene(formulation="original", dhat=0.05, E=1e3, density=100.0, mu=0.4,
-                  mu_static=None, kappa=1e5):
+def contact_scene(formulation="original", dhat=0.05, E=1e3, density=100.0, mu=0.4, mu_static=None, kappa=1e5):
     """A small scene whose rest state has every kind of contact active (all
     distances in (0, dhat)): body-body point-line and point-point pairs
     (including a point near a vertex shared by two candidate edges, so the
@@ -165,14 +169,19 @@ def contact_scene(formulation="original", dhat=0.05, E=1e3, density=100.0, mu=0.
     edges.  Only mesh validation is run on it (build_model), not the
     initial-geometry check."""
     from solver import Body, Collider, HalfPlane, Material, Scene, SimParams
+
     mat = Material(E=E, nu=0.3, density=density, mu=mu, mu_static=mu_static)
-    va, ta = grid_square(0.3, 2)                                   # [-0.15, 0.15]^2
+    va, ta = grid_square(0.3, 2)  # [-0.15, 0.15]^2
     vb, tb = grid_square(0.2, 1, angle=0.3)
     low = vb[np.argmin(vb[:, 1])]
-    vb = vb - low + np.array([0.01, 0.15 + 0.5 * dhat])             # lowest corner above A's top
+    vb = vb - low + np.array([0.01, 0.15 + 0.5 * dhat])  # lowest corner above A's top
     col = Collider.static("wall", [[0.15 + 0.4 * dhat, -0.1], [0.15 + 0.4 * dhat, 0.1]], [[0, 1]], mu=0.3)
     tilt = 0.05
     ground = HalfPlane((0.0, -0.15 - 0.6 * dhat), (np.sin(tilt), np.cos(tilt)), 0.5, "ground")
     params = SimParams(dt=0.01, dhat=dhat, kappa=kappa, formulation=formulation, eps_v=0.05)
-    return Scene(bodies=(Body("A", va, ta, mat), Body("B", vb, tb, mat)), colliders=(col,),
-                 half_planes=(ground,), params=params)
+    return Scene(
+        bodies=(Body("A", va, ta, mat), Body("B", vb, tb, mat)),
+        colliders=(col,),
+        half_planes=(ground,),
+        params=params,
+    )

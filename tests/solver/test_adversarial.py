@@ -4,6 +4,7 @@ message names the object and the problem, and leaves its input untouched.
 Inputs the solver does not catch yet are listed in tests/stress/FINDINGS.md
 (F1-F4); their tests fail until the solver is fixed.
 """
+
 import copy
 import dataclasses
 import json
@@ -13,8 +14,18 @@ import re
 import numpy as np
 import pytest
 
-from solver import (Body, Collider, HalfPlane, Material, Pin, Scene, SimParams, Simulation,
-                    SolverInputError, simulate)
+from solver import (
+    Body,
+    Collider,
+    HalfPlane,
+    Material,
+    Pin,
+    Scene,
+    SimParams,
+    Simulation,
+    SolverInputError,
+    simulate,
+)
 from solver.examples import square_mesh
 from solver.scene_io import load_scene
 
@@ -23,6 +34,7 @@ TRI_T = np.array([[0, 1, 2]])
 
 
 # ------------------------------------------------------------------ helpers
+
 
 def _same(a, b, path="scene"):
     """Deep equality of scenes / dicts / arrays, NaN == NaN, dtypes included."""
@@ -70,9 +82,10 @@ def square(name="b", side=1.0, n=2, center=(0.0, 0.0), **kw):
 
 # ------------------------------------------------------------------ meshes
 
+
 def _centre_split():
     v, t = square_mesh(1.0, 2)
-    v2 = np.vstack([v, v[4]])            # vertex 9 duplicates the centre vertex 4
+    v2 = np.vstack([v, v[4]])  # vertex 9 duplicates the centre vertex 4
     t2 = t.copy()
     uses = np.flatnonzero(t2.ravel() == 4)
     flat = t2.ravel()
@@ -96,18 +109,22 @@ def test_duplicate_vertices_rejected(case):
     rejected(one(Body("dup", v, t)), r"'dup'", r"non-manifold|overlap|duplicate|closer")
 
 
-@pytest.mark.parametrize("verts", [
-    [[0, 0], [1, 0], [2, 0]],        # collinear
-    [[0, 0], [0, 0], [0, 0]],        # one point
-    [[0, 0], [1, 1e-14], [2, 0]],    # below the relative area tolerance
-], ids=["collinear", "point", "sliver-1e-14"])
+@pytest.mark.parametrize(
+    "verts",
+    [
+        [[0, 0], [1, 0], [2, 0]],  # collinear
+        [[0, 0], [0, 0], [0, 0]],  # one point
+        [[0, 0], [1, 1e-14], [2, 0]],  # below the relative area tolerance
+    ],
+    ids=["collinear", "point", "sliver-1e-14"],
+)
 def test_zero_area_triangle_rejected(verts):
     rejected(one(Body("flat", np.array(verts, float), TRI_T)), r"'flat'", r"degenerate|zero area")
 
 
 def test_zero_area_triangle_inside_mesh_rejected():
     v, t = square_mesh(1.0, 2)
-    v = np.vstack([v, [0.25, -0.5]])          # on the bottom edge, between vertices 0 and 1
+    v = np.vstack([v, [0.25, -0.5]])  # on the bottom edge, between vertices 0 and 1
     t = np.vstack([t, [[0, 9, 1]]])
     rejected(one(Body("flat", v, t)), r"'flat'", r"degenerate|zero area")
 
@@ -120,10 +137,14 @@ def test_inverted_triangle_rejected():
 
 
 NON_MANIFOLD = {
-    "edge-in-three-triangles": (np.array([[0, 0], [1, 0], [0.5, 1], [0.5, -1], [1.5, 0.5]], float),
-                                np.array([[0, 1, 2], [1, 0, 3], [0, 1, 4]])),
-    "bow-tie-vertex": (np.array([[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1.0]]),
-                       np.array([[0, 1, 2], [0, 3, 4]])),
+    "edge-in-three-triangles": (
+        np.array([[0, 0], [1, 0], [0.5, 1], [0.5, -1], [1.5, 0.5]], float),
+        np.array([[0, 1, 2], [1, 0, 3], [0, 1, 4]]),
+    ),
+    "bow-tie-vertex": (
+        np.array([[0, 0], [1, 0], [0, 1], [-1, 0], [0, -1.0]]),
+        np.array([[0, 1, 2], [0, 3, 4]]),
+    ),
     # F2: every edge used twice, no boundary at all
     "duplicate-triangle": (TRI_V, np.array([[0, 1, 2], [0, 1, 2]])),
 }
@@ -152,11 +173,15 @@ SELF_OVERLAP = {
     # bow-tie polygon (0,0) (2,2) (2,0) (0,2) fan-triangulated from vertex 0
     "bow-tie-polygon": (np.array([[0, 0], [2, 2], [2, 0], [0, 2.0]]), np.array([[0, 1, 2], [0, 2, 3]])),
     # two separate triangles of one body overlapping
-    "overlapping-pieces": (np.array([[0, 0], [2, 0], [1, 1], [1, 0.5], [3, 0.5], [2.5, 2]], float),
-                           np.array([[0, 1, 2], [3, 4, 5]])),
+    "overlapping-pieces": (
+        np.array([[0, 0], [2, 0], [1, 1], [1, 0.5], [3, 0.5], [2.5, 2]], float),
+        np.array([[0, 1, 2], [3, 4, 5]]),
+    ),
     # F1: a second component lying inside the first one's triangle (no boundary edge crosses)
-    "nested-component": (np.array([[0, 0], [4, 0], [0, 4], [0.5, 0.5], [1, 0.5], [0.5, 1.0]]),
-                         np.array([[0, 1, 2], [3, 4, 5]])),
+    "nested-component": (
+        np.array([[0, 0], [4, 0], [0, 4], [0.5, 0.5], [1, 0.5], [0.5, 1.0]]),
+        np.array([[0, 1, 2], [3, 4, 5]]),
+    ),
 }
 
 
@@ -168,9 +193,9 @@ def test_self_overlap_rejected(case):
 
 # ------------------------------------------------------------------ start state
 
+
 def test_bodies_closer_than_dhat_rejected():
-    scene = Scene(bodies=(square("left"), square("right", center=(1.005, 0.0))),
-                  params=SimParams(dhat=0.01))
+    scene = Scene(bodies=(square("left"), square("right", center=(1.005, 0.0))), params=SimParams(dhat=0.01))
     rejected(scene, r"'left'", r"'right'", r"closer than dhat|overlap")
 
 
@@ -187,8 +212,7 @@ def test_body_inside_body_rejected(center):
 
 
 def test_body_through_half_plane_rejected():
-    rejected(one(square("b"), planes=(HalfPlane((0.0, 0.2), (0.0, 1.0), 0.5, "floor"),)),
-             r"'b'", r"'floor'")
+    rejected(one(square("b"), planes=(HalfPlane((0.0, 0.2), (0.0, 1.0), 0.5, "floor"),)), r"'b'", r"'floor'")
 
 
 def test_body_crossing_collider_rejected():
@@ -197,6 +221,7 @@ def test_body_crossing_collider_rejected():
 
 
 # ------------------------------------------------------------------ non-finite values
+
 
 def test_nan_vertex_rejected():
     v, t = square_mesh(1.0, 2)
@@ -231,10 +256,15 @@ def test_nan_pin_target_rejected():
 
 # ------------------------------------------------------------------ empty
 
-@pytest.mark.parametrize("verts,tris", [
-    (np.zeros((0, 2)), np.zeros((0, 3), np.int64)),
-    (TRI_V, np.zeros((0, 3), np.int64)),
-], ids=["no-vertices", "no-triangles"])
+
+@pytest.mark.parametrize(
+    "verts,tris",
+    [
+        (np.zeros((0, 2)), np.zeros((0, 3), np.int64)),
+        (TRI_V, np.zeros((0, 3), np.int64)),
+    ],
+    ids=["no-vertices", "no-triangles"],
+)
 def test_empty_mesh_rejected(verts, tris):
     rejected(one(Body("empty", verts, tris)), r"'empty'", r"at least|m >= 1")
 
@@ -250,23 +280,49 @@ def test_collider_without_edges_rejected():
 
 # ------------------------------------------------------------------ absurd parameters
 
-@pytest.mark.parametrize("field,value", [
-    ("dt", 0.0), ("dt", -0.01), ("dt", math.nan), ("dt", math.inf),
-    ("dhat", 0.0), ("dhat", -1e-3), ("dhat", math.nan),
-    ("kappa", 0.0), ("kappa", -1.0),
-    ("eps_v", 0.0), ("newton_tol", -1.0), ("max_newton_iters", 0),
-    ("gravity", (0.0, math.nan)), ("formulation", "fancy"), ("linear_solver", "magic"),
-    ("dt", "0.01"), ("dt", True),
-])
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("dt", 0.0),
+        ("dt", -0.01),
+        ("dt", math.nan),
+        ("dt", math.inf),
+        ("dhat", 0.0),
+        ("dhat", -1e-3),
+        ("dhat", math.nan),
+        ("kappa", 0.0),
+        ("kappa", -1.0),
+        ("eps_v", 0.0),
+        ("newton_tol", -1.0),
+        ("max_newton_iters", 0),
+        ("gravity", (0.0, math.nan)),
+        ("formulation", "fancy"),
+        ("linear_solver", "magic"),
+        ("dt", "0.01"),
+        ("dt", True),
+    ],
+)
 def test_absurd_params_rejected(field, value):
     rejected(one(square("b"), params=SimParams(**{field: value})), re.escape(f"params.{field}"))
 
 
-@pytest.mark.parametrize("field,value,problem", [
-    ("E", 0.0, r"E\b"), ("E", -1e5, r"E\b"), ("E", math.inf, r"E\b"), ("E", "1e5", r"E\b"),
-    ("nu", 0.5, r"nu"), ("nu", 0.7, r"nu"), ("nu", -1.0, r"nu"), ("nu", -1.5, r"nu"), ("nu", math.nan, r"nu"),
-    ("density", 0.0, r"density"), ("mu", -0.1, r"mu"),
-])
+@pytest.mark.parametrize(
+    "field,value,problem",
+    [
+        ("E", 0.0, r"E\b"),
+        ("E", -1e5, r"E\b"),
+        ("E", math.inf, r"E\b"),
+        ("E", "1e5", r"E\b"),
+        ("nu", 0.5, r"nu"),
+        ("nu", 0.7, r"nu"),
+        ("nu", -1.0, r"nu"),
+        ("nu", -1.5, r"nu"),
+        ("nu", math.nan, r"nu"),
+        ("density", 0.0, r"density"),
+        ("mu", -0.1, r"mu"),
+    ],
+)
 def test_absurd_material_rejected(field, value, problem):
     rejected(one(square("rubber", material=Material(**{field: value}))), r"'rubber'", problem)
 
@@ -277,14 +333,24 @@ def test_mu_static_below_mu_rejected():
 
 # ------------------------------------------------------------------ scene JSON
 
+
 def _doc():
     v, t = square_mesh(1.0, 1)
-    return {"format": "blender-ipc-scene", "version": 1,
-            "bodies": [{"name": "box", "vertices": v.tolist(), "triangles": t.tolist(),
-                        "material": {"E": 1e5, "nu": 0.3}}],
-            "colliders": [{"name": "wall", "vertices": [[2, 0], [2, 1]], "edges": [[0, 1]]}],
-            "half_planes": [{"name": "ground", "point": [0, -1], "normal": [0, 1]}],
-            "params": {"dt": 0.01, "dhat": 0.01}}
+    return {
+        "format": "blender-ipc-scene",
+        "version": 1,
+        "bodies": [
+            {
+                "name": "box",
+                "vertices": v.tolist(),
+                "triangles": t.tolist(),
+                "material": {"E": 1e5, "nu": 0.3},
+            }
+        ],
+        "colliders": [{"name": "wall", "vertices": [[2, 0], [2, 1]], "edges": [[0, 1]]}],
+        "half_planes": [{"name": "ground", "point": [0, -1], "normal": [0, 1]}],
+        "params": {"dt": 0.01, "dhat": 0.01},
+    }
 
 
 def _drop(path):
@@ -293,6 +359,7 @@ def _drop(path):
         for k in head:
             d = d[k]
         del d[last]
+
     return edit
 
 
@@ -302,6 +369,7 @@ def _put(path, value):
         for k in head:
             d = d[k]
         d[last] = value
+
     return edit
 
 
@@ -355,7 +423,7 @@ def test_scene_json_file_with_nan_literal_names_the_field(tmp_path):
     doc = _doc()
     doc["params"]["dhat"] = float("nan")
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps(doc))              # Python writes the NaN literal
+    path.write_text(json.dumps(doc))  # Python writes the NaN literal
     with pytest.raises(SolverInputError, match=r"params\.dhat"):
         load_scene(str(path))
 
@@ -367,15 +435,26 @@ def test_valid_document_loads():
 
 # ------------------------------------------------------------------ no side effects on success
 
+
 def test_simulation_leaves_inputs_untouched():
     v, t = square_mesh(0.5, 2, (0.0, 0.5))
-    cw = Body("cw", v.copy(), t[:, [0, 2, 1]].copy(), Material(mu=0.5), velocity=np.array([1.0, -2.0]),
-              pins=(Pin(np.array([0]), np.array([0.0, 1.0]), np.array([[[-0.25, 0.25]], [[-0.2, 0.25]]])),))
+    cw = Body(
+        "cw",
+        v.copy(),
+        t[:, [0, 2, 1]].copy(),
+        Material(mu=0.5),
+        velocity=np.array([1.0, -2.0]),
+        pins=(Pin(np.array([0]), np.array([0.0, 1.0]), np.array([[[-0.25, 0.25]], [[-0.2, 0.25]]])),),
+    )
     lid = Collider.static("lid", [[-1.0, 1.2], [1.0, 1.2]], [[0, 1]], mu=0.3)
-    scene = Scene(bodies=(cw,), colliders=(lid,), half_planes=(HalfPlane((0.0, 0.0), (0.0, 1.0)),),
-                  params=SimParams(dt=0.02))
+    scene = Scene(
+        bodies=(cw,),
+        colliders=(lid,),
+        half_planes=(HalfPlane((0.0, 0.0), (0.0, 1.0)),),
+        params=SimParams(dt=0.02),
+    )
     before = copy.deepcopy(scene)
     traj = simulate(scene, 5)
     assert len(traj.stats) == 5
-    assert not np.array_equal(traj.body_positions[0][-1], v)    # it did move
+    assert not np.array_equal(traj.body_positions[0][-1], v)  # it did move
     _same(scene, before)

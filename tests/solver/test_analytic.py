@@ -1,12 +1,13 @@
 """Analytic checks: implicit-Euler free fall, and a block on a slope that
 sticks when tan(theta) < mu and slides with a = g (sin theta - mu cos theta)
 when tan(theta) > mu.  Scenes are built here (not taken from examples.py)."""
+
 import math
 
 import numpy as np
 import pytest
-
 from invariants import grid_square
+
 from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation, simulate
 
 G = 9.81
@@ -22,8 +23,9 @@ def test_free_fall_matches_implicit_euler_closed_form():
     v0 = np.array([0.7, 1.5])
     g = np.array([0.0, -G])
     params = SimParams(dt=0.01, gravity=(0.0, -G), newton_tol=1e-6)
-    scene = Scene(bodies=(Body("box", v, t, Material(E=1e5, nu=0.3, density=500.0), velocity=v0),),
-                  params=params)
+    scene = Scene(
+        bodies=(Body("box", v, t, Material(E=1e5, nu=0.3, density=500.0), velocity=v0),), params=params
+    )
     steps = 40
     traj = simulate(scene, steps)
     h = params.dt
@@ -48,14 +50,17 @@ def slope_scene(theta, mu, dhat=1e-3, eps_v=1e-4, E=1e6, side=0.1):
     normal = (-s, c)
     mat = Material(E=E, nu=0.3, density=1000.0, mu=mu)
     params = SimParams(dt=0.01, dhat=dhat, kappa=0.1 * E, eps_v=eps_v, newton_tol=1e-4)
-    return Scene(bodies=(Body("block", v, t, mat),), half_planes=(HalfPlane((0.0, 0.0), normal, mu, "slope"),),
-                 params=params)
+    return Scene(
+        bodies=(Body("block", v, t, mat),),
+        half_planes=(HalfPlane((0.0, 0.0), normal, mu, "slope"),),
+        params=params,
+    )
 
 
 def tangential_track(theta, mu, steps):
     scene = slope_scene(theta, mu)
     sim = Simulation(scene)
-    down = np.array([math.cos(theta), math.sin(theta)])       # up-slope unit tangent
+    down = np.array([math.cos(theta), math.sin(theta)])  # up-slope unit tangent
     nrm = np.array([-math.sin(theta), math.cos(theta)])
     s, gap = [], []
     for _ in range(steps):
@@ -67,9 +72,9 @@ def tangential_track(theta, mu, steps):
 
 
 def test_block_sticks_when_tan_theta_below_mu():
-    theta, mu = 0.3, 0.5                       # tan = 0.309 < 0.5
+    theta, mu = 0.3, 0.5  # tan = 0.309 < 0.5
     s, gap, p = tangential_track(theta, mu, 100)
-    assert np.all(gap > 0) and np.all(gap[20:] < p.dhat)     # resting in contact, never through
+    assert np.all(gap > 0) and np.all(gap[20:] < p.dhat)  # resting in contact, never through
     window = s[20:] - s[20]
     T = 0.8
     # Smooth static friction: while sticking the slip speed stays below eps_v
@@ -87,9 +92,9 @@ def test_block_slides_with_coulomb_acceleration(theta, mu):
     assert np.all(gap > 0)
     h = p.dt
     t = h * np.arange(1, steps + 1)
-    sel = slice(20, steps)                     # after landing and settling (0.2 s)
+    sel = slice(20, steps)  # after landing and settling (0.2 s)
     a_fit = 2.0 * np.polyfit(t[sel], s[sel], 2)[0]
-    a_exact = -G * (math.sin(theta) - mu * math.cos(theta))   # down-slope = negative tangent
+    a_exact = -G * (math.sin(theta) - mu * math.cos(theta))  # down-slope = negative tangent
     # Tolerance 3%: implicit Euler reproduces a constant acceleration exactly;
     # the remaining error comes from the lagged normal force (lambda frozen at
     # the start of each step, settled after landing), the mollified friction

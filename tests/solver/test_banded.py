@@ -1,6 +1,7 @@
 """numpy-only banded Cholesky (solver/banded.py): the reverse Cuthill-McKee
 order narrows a shuffled band, and the block-tridiagonal Cholesky solves
 SPD band systems like numpy's dense solve and rejects indefinite ones."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -37,8 +38,8 @@ def test_rcm_is_a_permutation_that_narrows_a_shuffled_band(n, band):
     A, rows, cols, _ = band_spd(rng, n, band)
     perm = banded.reverse_cuthill_mckee(rows, cols, n)
     assert np.array_equal(np.sort(perm), np.arange(n))
-    assert bandwidth(np.arange(n), rows, cols) > 10 * band     # shuffled: wide
-    assert bandwidth(perm, rows, cols) <= 2 * band              # recovered
+    assert bandwidth(np.arange(n), rows, cols) > 10 * band  # shuffled: wide
+    assert bandwidth(perm, rows, cols) <= 2 * band  # recovered
 
 
 def test_rcm_handles_components_and_isolated_vertices():
@@ -66,6 +67,6 @@ def test_block_cholesky_rejects_an_indefinite_matrix():
     A, rows, cols, vals = band_spd(rng, 150, 5, shuffle=False)
     vals = vals.copy()
     k = np.flatnonzero((rows == 120) & (cols == 120))[0]
-    vals[k] = -vals[k]                       # one negative diagonal entry, deep in block 2
+    vals[k] = -vals[k]  # one negative diagonal entry, deep in block 2
     with pytest.raises(banded.NotPositiveDefiniteBlock):
         banded.block_tridiagonal_cholesky_solve(rows, cols, vals, np.ones(150), 5)

@@ -2,13 +2,14 @@
 formula and finite differences, point-edge barrier in every distance case
 (unprojected Hessian == FD, projected Hessian PSD), half-plane barrier, and
 the normal-force magnitude used by friction."""
+
 import math
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from invariants import assert_close_rel, fd_gradient, fd_jacobian, random_stencil
+
 from solver import barrier
 from solver.distance import point_edge_case
 
@@ -19,10 +20,11 @@ def B_ref(s):
         return math.inf
     if s >= 1:
         return 0.0
-    return -(s - 1.0) ** 2 * math.log(s)
+    return -((s - 1.0) ** 2) * math.log(s)
 
 
 # ------------------------------------------------------------------ domain
+
 
 @settings(max_examples=300, deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6))
@@ -37,10 +39,10 @@ def test_barrier_domain(s):
         assert b == 0.0 and d1 == 0.0 and d2 == 0.0
     else:
         assert np.isfinite(b) and b >= 0.0
-        if s >= 1e-300:            # below, the solver clips s to 1e-300 (d < 1e-150 dhat)
+        if s >= 1e-300:  # below, the solver clips s to 1e-300 (d < 1e-150 dhat)
             assert math.isclose(b, B_ref(s), rel_tol=1e-12, abs_tol=1e-300)
-        assert d1 <= 0.0           # repulsive: energy decreases with distance
-        if s > 1e-150:             # (s-1)^2/s^2 overflows below ~1e-154; d ~ 1e-77 dhat
+        assert d1 <= 0.0  # repulsive: energy decreases with distance
+        if s > 1e-150:  # (s-1)^2/s^2 overflows below ~1e-154; d ~ 1e-77 dhat
             assert np.isfinite(d1) and np.isfinite(d2) and d2 >= 0.0
 
 
@@ -87,6 +89,7 @@ def test_barrier_is_c2_at_dhat():
 
 # ------------------------------------------------------------------ point-edge
 
+
 def stencil_batch(rng, n_per_case=8):
     """Stencils hitting PP0, PP1 and PL with dhat chosen so 0.05 < s < 0.9."""
     X, dhat = [], []
@@ -96,6 +99,7 @@ def stencil_batch(rng, n_per_case=8):
             X.append(S)
     X = np.array(X)
     from invariants import point_segment_distance
+
     d = point_segment_distance(X[:, 0], X[:, 1], X[:, 2])
     dhat = d / np.sqrt(rng.uniform(0.05, 0.9, len(X)))
     return X, dhat
@@ -119,19 +123,21 @@ def test_point_edge_gradient_hessian_fd_every_case():
             return barrier.pe_gradient(Z, point_edge_case(Z), coef, dhat)[0]
 
         z = X[k].ravel()
-        c = cases[k:k + 1]
-        g, H = barrier.pe_gradient_hessian(X[k:k + 1], c, coef, dhat, project=False)
+        c = cases[k : k + 1]
+        g, H = barrier.pe_gradient_hessian(X[k : k + 1], c, coef, dhat, project=False)
         h = 1e-6 * dhat
         assert_close_rel(g[0], fd_gradient(E, z, h), 1e-5, f"pe grad case {c[0]}")
         assert_close_rel(H[0], fd_jacobian(G, z, h), 1e-5, f"pe hess case {c[0]}")
-        assert np.allclose(barrier.pe_gradient(X[k:k + 1], c, coef, dhat), g, rtol=1e-12, atol=0)
-        assert np.allclose(barrier.pe_hessian(X[k:k + 1], c, coef, dhat, project=False), H, rtol=1e-12, atol=0)
+        assert np.allclose(barrier.pe_gradient(X[k : k + 1], c, coef, dhat), g, rtol=1e-12, atol=0)
+        assert np.allclose(
+            barrier.pe_hessian(X[k : k + 1], c, coef, dhat, project=False), H, rtol=1e-12, atol=0
+        )
 
 
 def test_point_edge_projected_hessian_is_psd_clamp_of_exact():
     rng = np.random.default_rng(12)
     X, dhats = stencil_batch(rng, 10)
-    dhat = float(dhats.max())      # every stencil inside one common dhat
+    dhat = float(dhats.max())  # every stencil inside one common dhat
     cases = point_edge_case(X)
     coef = rng.uniform(0.1, 3.0, len(X)) * rng.choice([1.0, -1.0], len(X))
     Hp = barrier.pe_hessian(X, cases, coef, dhat, project=True)
@@ -157,14 +163,20 @@ def test_contact_force_is_minus_energy_derivative_in_distance():
         X = np.array([[[0.3, d], [0.0, 0.0], [1.0, 0.0]]])
         lam = barrier.pe_contact_force(X, point_edge_case(X), np.array([coef]), dhat)[0]
         h = 1e-7 * dhat
-        fd = -(coef * B_ref((d + h) ** 2 / dhat ** 2) - coef * B_ref((d - h) ** 2 / dhat ** 2)) / (2 * h)
+        fd = -(coef * B_ref((d + h) ** 2 / dhat**2) - coef * B_ref((d - h) ** 2 / dhat**2)) / (2 * h)
         assert lam > 0 and math.isclose(lam, fd, rel_tol=1e-6)
-        lam_hp = barrier.hp_contact_force(np.array([[5.0, -2.0 + d]]), np.array([[0.0, -2.0]]),
-                                          np.array([[0.0, 1.0]]), np.array([coef]), dhat)[0]
+        lam_hp = barrier.hp_contact_force(
+            np.array([[5.0, -2.0 + d]]),
+            np.array([[0.0, -2.0]]),
+            np.array([[0.0, 1.0]]),
+            np.array([coef]),
+            dhat,
+        )[0]
         assert math.isclose(lam_hp, fd, rel_tol=1e-6)
 
 
 # ------------------------------------------------------------------ half-plane
+
 
 def test_half_plane_gradient_hessian_fd_and_psd():
     rng = np.random.default_rng(14)

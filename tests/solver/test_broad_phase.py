@@ -1,6 +1,7 @@
 """Broad phase: the spatial-hash candidate set equals the brute-force set
 (written here) on random scenes, including huge and degenerate boxes; the
 swept boxes contain both ends of the motion."""
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,8 +14,12 @@ def brute_pairs(plo, phi, elo, ehi):
     out = set()
     for i in range(len(plo)):
         for j in range(len(elo)):
-            if (plo[i, 0] <= ehi[j, 0] and elo[j, 0] <= phi[i, 0]
-                    and plo[i, 1] <= ehi[j, 1] and elo[j, 1] <= phi[i, 1]):
+            if (
+                plo[i, 0] <= ehi[j, 0]
+                and elo[j, 0] <= phi[i, 0]
+                and plo[i, 1] <= ehi[j, 1]
+                and elo[j, 1] <= phi[i, 1]
+            ):
                 out.add((i, j))
     return out
 
@@ -28,7 +33,7 @@ def random_boxes(rng, n, spread, size_mode):
     elif size_mode == "huge":
         half = rng.uniform(0, 0.05, (n, 2))
         big = rng.random(n) < 0.05
-        half[big] = 1e4                       # a few boxes covering everything
+        half[big] = 1e4  # a few boxes covering everything
     else:  # degenerate: zero-size points and zero-width segments on shared lines
         c = np.round(c, 1)
         half = rng.choice([0.0, 0.1], (n, 2))
@@ -37,9 +42,14 @@ def random_boxes(rng, n, spread, size_mode):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 120), st.integers(1, 120),
-       st.sampled_from([0.1, 1.0, 50.0]),
-       st.sampled_from(["tiny", "mixed", "huge", "degenerate"]), st.booleans())
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 120),
+    st.integers(1, 120),
+    st.sampled_from([0.1, 1.0, 50.0]),
+    st.sampled_from(["tiny", "mixed", "huge", "degenerate"]),
+    st.booleans(),
+)
 def test_candidates_equal_brute_force(seed, n_p, n_e, spread, mode, explicit_cell):
     rng = np.random.default_rng(seed)
     plo, phi = random_boxes(rng, n_p, spread, mode)

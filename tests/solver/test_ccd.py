@@ -7,11 +7,12 @@
   the distance drops below eta * d0 (the pair really was about to get close).
 * half_plane_step / inversion_step: safe up to the returned step and maximal
   (equal to the analytic first time the eta margin is reached)."""
+
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
 from invariants import cross2, point_segment_distance
+
 from solver import ccd
 
 unit = st.floats(-1.0, 1.0, allow_nan=False)
@@ -104,17 +105,18 @@ def test_accd_never_crosses_and_is_not_needlessly_tiny(pairs):
             sampled_min = dist_at(X[k], dX[k], ts).min()
             # sampling spacing d_t/(lp n) and Lipschitz constant lp bound the
             # sampling error by d_t / (2 n)
-            assert sampled_min < ETA * d0 + d_t / (2 * n) + 1e-12, \
+            assert sampled_min < ETA * d0 + d_t / (2 * n) + 1e-12, (
                 f"step {t} stopped although the distance stays >= {sampled_min} > eta d0 = {ETA * d0}"
+            )
 
 
 def test_accd_simple_cases():
     X = np.array([[[0.5, 1.0], [0.0, 0.0], [1.0, 0.0]]] * 4)
     dX = np.zeros_like(X)
-    dX[0, 0] = [0.0, -2.0]          # head-on: contact at t = 0.5
-    dX[1, 0] = [0.0, +2.0]          # moving away: full step
-    dX[2, 0] = [3.0, 0.0]           # parallel to the edge: never closer than 1
-    dX[3] = [[0.0, -1.0]] * 3       # everything translates together
+    dX[0, 0] = [0.0, -2.0]  # head-on: contact at t = 0.5
+    dX[1, 0] = [0.0, +2.0]  # moving away: full step
+    dX[2, 0] = [3.0, 0.0]  # parallel to the edge: never closer than 1
+    dX[3] = [[0.0, -1.0]] * 3  # everything translates together
     toi = ccd.accd_point_edge(X, dX, eta=0.1)
     assert 0.5 * (1 - 0.1) * 0.999 <= toi[0] < 0.5
     assert toi[1] == 1.0 and toi[2] == 1.0 and toi[3] == 1.0
@@ -125,27 +127,28 @@ def test_accd_simple_cases():
 
 # ------------------------------------------------------------------ half-planes
 
+
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(vec, dvec), min_size=1, max_size=6), st.floats(0, 2 * np.pi),
-       st.floats(0.1, 2.0))
+@given(st.lists(st.tuples(vec, dvec), min_size=1, max_size=6), st.floats(0, 2 * np.pi), st.floats(0.1, 2.0))
 def test_half_plane_step_safe_and_maximal(pts, ang, t_max):
     normal = np.array([np.cos(ang), np.sin(ang)])
     x = np.array([p[0] for p in pts])
     dx = np.array([p[1] for p in pts])
-    point = -1.5 * normal        # the plane passes 1.5 from the origin: points start on the free side
+    point = -1.5 * normal  # the plane passes 1.5 from the origin: points start on the free side
     d = (x - point) @ normal
     assume(np.all(d > 1e-6))
     P, N = np.tile(point, (len(x), 1)), np.tile(normal, (len(x), 1))
     t = ccd.half_plane_step(x, dx, P, N, eta=ETA, t_max=t_max)
     assert 0 < t <= t_max
     v = dx @ normal
-    end = d + t * v                          # linear: checking t suffices for [0, t]
+    end = d + t * v  # linear: checking t suffices for [0, t]
     assert np.all(end >= ETA * d * (1 - 1e-9))
-    if t < t_max:                            # maximal: some point is exactly at its margin
+    if t < t_max:  # maximal: some point is exactly at its margin
         assert np.any(end <= ETA * d * (1 + 1e-9))
 
 
 # ------------------------------------------------------------------ inversion
+
 
 def first_margin_time(x, dx, eta):
     """First t > 0 where the signed area reaches eta times its start value, per triangle."""
@@ -165,7 +168,7 @@ def test_inversion_step_safe_and_maximal(tris_in, t_max):
     x = np.array([[a, b, c] for a, b, c, *_ in tris_in], float)
     dx = np.array([[d, e, f] for *_, d, e, f in tris_in], float)
     A0 = cross2(x[:, 1] - x[:, 0], x[:, 2] - x[:, 0])
-    flip = A0 < 0                       # make every triangle CCW
+    flip = A0 < 0  # make every triangle CCW
     x[flip] = x[flip][:, [0, 2, 1]]
     dx[flip] = dx[flip][:, [0, 2, 1]]
     A0 = np.abs(A0)
@@ -179,12 +182,12 @@ def test_inversion_step_safe_and_maximal(tris_in, t_max):
     for k in range(len(x)):
         P = x[k][None] + ts[:, None, None] * dx[k][None]
         A = cross2(P[:, 1] - P[:, 0], P[:, 2] - P[:, 0])
-        assert np.all(A >= ETA * A0[k] * (1 - 1e-7) - 1e-12)
+        assert np.all(ETA * A0[k] * (1 - 1e-7) - 1e-12 <= A)
 
 
 def test_inversion_step_no_motion_and_collapse():
     x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     tris = np.array([[0, 1, 2]])
     assert ccd.inversion_step(x, np.zeros_like(x), tris) == 1.0
-    dx = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, -2.0]])   # apex moves through the base at t = 0.5
+    dx = np.array([[0.0, 0.0], [0.0, 0.0], [0.0, -2.0]])  # apex moves through the base at t = 0.5
     assert np.isclose(ccd.inversion_step(x, dx, tris, eta=0.1), 0.45)

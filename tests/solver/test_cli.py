@@ -1,4 +1,5 @@
 """`python -m solver` CLI: npz layout, exit codes, progress, end-to-end runs."""
+
 import io
 import json
 import os
@@ -22,23 +23,40 @@ REPO = Path(__file__).resolve().parents[2]
 def run_cli(*args, timeout=600):
     """Run `python -m solver` in a subprocess from the repository root."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "solver", *map(str, args)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "solver", *map(str, args)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def fake_stats(k, converged=True):
-    return StepStats(step=k, time=0.01 * k, newton_iters=k + 1, converged=converged,
-                     min_distance=0.1 / k, active_contacts=2 * k, min_alpha=1.0 / k,
-                     wall_time=0.5 * k, collider_lag=1e-3 * k, kappa=1e5, message=f"m{k}")
+    return StepStats(
+        step=k,
+        time=0.01 * k,
+        newton_iters=k + 1,
+        converged=converged,
+        min_distance=0.1 / k,
+        active_contacts=2 * k,
+        min_alpha=1.0 / k,
+        wall_time=0.5 * k,
+        collider_lag=1e-3 * k,
+        kappa=1e5,
+        message=f"m{k}",
+    )
 
 
 def fake_trajectory(scene, n_steps, bad_steps=()):
     """A trajectory with recognisable numbers (not produced by the solver)."""
     times = 0.01 * np.arange(n_steps + 1)
-    bodies = tuple(b.vertices[None] + 100.0 * i + times[:, None, None]
-                   for i, b in enumerate(scene.bodies))
-    cols = tuple(np.broadcast_to(c.vertices, (n_steps + 1,) + c.vertices.shape) - times[:, None, None]
-                 for c in scene.colliders)
+    bodies = tuple(b.vertices[None] + 100.0 * i + times[:, None, None] for i, b in enumerate(scene.bodies))
+    cols = tuple(
+        np.broadcast_to(c.vertices, (n_steps + 1,) + c.vertices.shape) - times[:, None, None]
+        for c in scene.colliders
+    )
     stats = tuple(fake_stats(k, k not in bad_steps) for k in range(1, n_steps + 1))
     return Trajectory(times, bodies, cols, stats)
 
@@ -65,10 +83,15 @@ def fake_simulate(monkeypatch):
 # npz layout (solver stubbed)
 # --------------------------------------------------------------------------
 
+
 def test_example_writes_documented_npz(fake_simulate, tmp_path, capsys):
     out = tmp_path / "traj.npz"
-    assert cli.main(["example", "compressing-squares", "--n-seg", "3", "--steps", "4",
-                     "--out", str(out), "--quiet"]) == 0
+    assert (
+        cli.main(
+            ["example", "compressing-squares", "--n-seg", "3", "--steps", "4", "--out", str(out), "--quiet"]
+        )
+        == 0
+    )
     scene, n_steps = fake_simulate.calls[0]
     assert n_steps == 4 and len(scene.bodies[0].vertices) == 16
     with np.load(out, allow_pickle=False) as z:
@@ -125,13 +148,15 @@ def test_duration_sets_step_count(fake_simulate, tmp_path):
     assert cli.main(["run", str(scene_path), "-o", str(tmp_path / "t.npz"), "--duration", "0.3", "-q"]) == 0
     assert fake_simulate.calls[-1][1] == 30
     assert cli.main(["run", str(scene_path), "-o", str(tmp_path / "t.npz"), "-q"]) == 0
-    assert fake_simulate.calls[-1][1] == 100   # documented default
+    assert fake_simulate.calls[-1][1] == 100  # documented default
 
 
 def test_example_default_steps_and_extra_args(fake_simulate, tmp_path):
     out = tmp_path / "t.npz"
-    assert cli.main(["example", "block-on-slope", "--arg", "theta=0.2", "--arg", "mu=0.1",
-                     "-o", str(out), "-q"]) == 0
+    assert (
+        cli.main(["example", "block-on-slope", "--arg", "theta=0.2", "--arg", "mu=0.1", "-o", str(out), "-q"])
+        == 0
+    )
     scene, n = fake_simulate.calls[-1]
     assert n == 100 and scene.bodies[0].material.mu == 0.1
 
@@ -151,7 +176,7 @@ def test_no_strict_flag_and_unconverged_steps_exit_3(fake_simulate, tmp_path, ca
     code = cli.main(["example", "free-fall", "--steps", "3", "--no-strict", "-o", str(out), "-q"])
     assert code == 3
     assert fake_simulate.calls[-1][0].params.strict is False
-    with np.load(out) as z:                      # still written, with the failure recorded
+    with np.load(out) as z:  # still written, with the failure recorded
         assert z["converged"].tolist() == [True, False, True]
     assert "did not converge (first: step 2)" in capsys.readouterr().err
 
@@ -159,6 +184,7 @@ def test_no_strict_flag_and_unconverged_steps_exit_3(fake_simulate, tmp_path, ca
 def test_convergence_error_exit_3(monkeypatch, tmp_path, capsys):
     def boom(scene, n_steps, progress=None):
         raise ConvergenceError("Newton cap of 1 iterations hit", step=7)
+
     monkeypatch.setattr(cli._simulation, "simulate", boom)
     out = tmp_path / "t.npz"
     assert cli.main(["example", "free-fall", "-o", str(out), "-q"]) == 3
@@ -170,6 +196,7 @@ def test_convergence_error_exit_3(monkeypatch, tmp_path, capsys):
 # --------------------------------------------------------------------------
 # bad input -> exit 2 with a message naming the problem
 # --------------------------------------------------------------------------
+
 
 def test_bad_scene_exit_2_names_field(fake_simulate, tmp_path, capsys):
     d = scene_to_dict(compressing_squares())
@@ -183,23 +210,34 @@ def test_bad_scene_exit_2_names_field(fake_simulate, tmp_path, capsys):
     assert "bodies[1].material.nu" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["run", "MISSING.json", "-o", "OUT/t.npz"], "cannot read scene file"),
-    (["run", "SCENE", "-o", "NODIR/sub/t.npz"], "does not exist"),
-    (["run", "SCENE", "-o", "OUT/t.npz", "--steps", "0"], "--steps: expected a positive integer"),
-    (["run", "SCENE", "-o", "OUT/t.npz", "--steps", "3", "--duration", "1"], "either --steps or --duration"),
-    (["run", "SCENE", "-o", "OUT/t.npz", "--duration", "-1"], "--duration: expected a positive"),
-    (["example", "nope", "-o", "OUT/t.npz"], "unknown example 'nope'"),
-    (["example", "free-fall"], "nothing to do"),
-    (["example", "free-fall", "--arg", "colour=3", "-o", "OUT/t.npz"], "has no parameter 'colour'"),
-    (["example", "free-fall", "--arg", "novalue", "-o", "OUT/t.npz"], "expected KEY=VALUE"),
-    (["example", "compressing-squares", "--n-seg", "0", "-o", "OUT/t.npz"], "n_seg must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["run", "MISSING.json", "-o", "OUT/t.npz"], "cannot read scene file"),
+        (["run", "SCENE", "-o", "NODIR/sub/t.npz"], "does not exist"),
+        (["run", "SCENE", "-o", "OUT/t.npz", "--steps", "0"], "--steps: expected a positive integer"),
+        (
+            ["run", "SCENE", "-o", "OUT/t.npz", "--steps", "3", "--duration", "1"],
+            "either --steps or --duration",
+        ),
+        (["run", "SCENE", "-o", "OUT/t.npz", "--duration", "-1"], "--duration: expected a positive"),
+        (["example", "nope", "-o", "OUT/t.npz"], "unknown example 'nope'"),
+        (["example", "free-fall"], "nothing to do"),
+        (["example", "free-fall", "--arg", "colour=3", "-o", "OUT/t.npz"], "has no parameter 'colour'"),
+        (["example", "free-fall", "--arg", "novalue", "-o", "OUT/t.npz"], "expected KEY=VALUE"),
+        (["example", "compressing-squares", "--n-seg", "0", "-o", "OUT/t.npz"], "n_seg must be >= 1"),
+    ],
+)
 def test_bad_arguments_exit_2(argv, message, fake_simulate, tmp_path, capsys):
     scene_path = tmp_path / "s.json"
     save_scene(free_fall(), scene_path)
-    argv = [a.replace("SCENE", str(scene_path)).replace("OUT", str(tmp_path)).replace(
-        "MISSING", str(tmp_path / "missing")).replace("NODIR", str(tmp_path / "nodir")) for a in argv]
+    argv = [
+        a.replace("SCENE", str(scene_path))
+        .replace("OUT", str(tmp_path))
+        .replace("MISSING", str(tmp_path / "missing"))
+        .replace("NODIR", str(tmp_path / "nodir"))
+        for a in argv
+    ]
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
     assert fake_simulate.calls == []
@@ -215,13 +253,14 @@ def test_usage_error_exits_2(capsys):
 # progress reporting
 # --------------------------------------------------------------------------
 
+
 def test_progress_periodic_lines_when_not_a_tty():
     buf = io.StringIO()
     p = cli.Progress(buf, tty=False)
     for k in range(1, 51):
         p(k, 50, fake_stats(k))
     lines = buf.getvalue().splitlines()
-    assert len(lines) == 10                              # every 10% of the run
+    assert len(lines) == 10  # every 10% of the run
     assert lines[0].startswith("step 5/50 ") and lines[-1].startswith("step 50/50 ")
     assert "newton=6" in lines[0] and "contacts=10" in lines[0] and "\r" not in buf.getvalue()
 
@@ -249,8 +288,15 @@ def test_list_and_print(tmp_path, capsys):
     for name in ("compressing-squares", "block-on-slope", "free-fall", "pile"):
         assert name in out
     path = tmp_path / "min.json"
-    path.write_text(json.dumps({"format": "blender-ipc-scene", "version": 1, "bodies": [
-        {"name": "t", "vertices": [[0, 0], [1, 0], [0, 1]], "triangles": [[0, 1, 2]]}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "format": "blender-ipc-scene",
+                "version": 1,
+                "bodies": [{"name": "t", "vertices": [[0, 0], [1, 0], [0, 1]], "triangles": [[0, 1, 2]]}],
+            }
+        )
+    )
     assert cli.main(["print", str(path)]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["params"]["dt"] == 0.01 and printed["bodies"][0]["material"]["nu"] == 0.4
@@ -260,10 +306,12 @@ def test_list_and_print(tmp_path, capsys):
 # end to end with the real solver (subprocess, `python -m solver`)
 # --------------------------------------------------------------------------
 
+
 def test_end_to_end_example_and_run_agree(tmp_path):
     out1, out2, scene = tmp_path / "a.npz", tmp_path / "b.npz", tmp_path / "cs.json"
-    r = run_cli("example", "compressing-squares", "--n-seg", "2", "--steps", "5",
-                "--out", out1, "--save-scene", scene)
+    r = run_cli(
+        "example", "compressing-squares", "--n-seg", "2", "--steps", "5", "--out", out1, "--save-scene", scene
+    )
     assert r.returncode == 0, r.stderr
     assert "step 5/5" in r.stderr
     with np.load(out1) as z:
@@ -305,8 +353,10 @@ def test_end_to_end_non_convergence_exit_3(tmp_path):
     """A spinning body needs several Newton iterations; a cap of 1 cannot converge."""
     v, t = square_mesh(0.2, 2)
     spin = np.stack([-v[:, 1], v[:, 0]], 1) * 20.0
-    scene = solver.Scene((solver.Body("spinner", v, t, velocity=spin),),
-                         params=solver.SimParams(max_newton_iters=1, newton_tol=1e-9))
+    scene = solver.Scene(
+        (solver.Body("spinner", v, t, velocity=spin),),
+        params=solver.SimParams(max_newton_iters=1, newton_tol=1e-9),
+    )
     path = tmp_path / "spin.json"
     save_scene(scene, path)
     r = run_cli("run", path, "--out", tmp_path / "t.npz", "--steps", "2")

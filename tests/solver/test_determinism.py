@@ -3,6 +3,7 @@ trajectories, run to run and process to process.  Checked within each
 linear-solver path ('numpy', 'scipy'); the two paths are not expected to agree
 to the last bit with each other.
 """
+
 import dataclasses
 import hashlib
 import os
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _stress(index):
     from tests.stress.generate import make_scene
+
     ss = make_scene(index)
     return ss.scene, min(ss.n_steps, 12)
 
@@ -30,13 +32,17 @@ def _stress(index):
 # Kept small: every scene runs 2-6 times per test session.
 SCENES = {
     "compressing-squares": (lambda: compressing_squares(n_seg=2), 30),
-    "compressing-squares-convergent-auto-kappa":
-        (lambda: compressing_squares(n_seg=2, formulation="convergent", kappa=None), 30),
+    "compressing-squares-convergent-auto-kappa": (
+        lambda: compressing_squares(n_seg=2, formulation="convergent", kappa=None),
+        30,
+    ),
     "block-on-slope-sliding": (lambda: block_on_slope(theta=0.6, mu=0.3), 20),
-    "pile-with-ceiling": (lambda: pile(n_shapes=2, n_columns=2, n_seg=2, n_rings=1, n_boundary=8,
-                                       ceiling_speed=2.0), 12),
-    "stress-paddle": (lambda: _stress(44), None),     # rotating collider, a non-converged step
-    "stress-crush": (lambda: _stress(63), None),      # ceiling crushing two squares
+    "pile-with-ceiling": (
+        lambda: pile(n_shapes=2, n_columns=2, n_seg=2, n_rings=1, n_boundary=8, ceiling_speed=2.0),
+        12,
+    ),
+    "stress-paddle": (lambda: _stress(44), None),  # rotating collider, a non-converged step
+    "stress-crush": (lambda: _stress(63), None),  # ceiling crushing two squares
 }
 
 
@@ -61,9 +67,10 @@ def _digest(traj):
 
 def _run(name, solver_path):
     import warnings
+
     scene, steps = _build(name, solver_path)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)   # reported non-convergence
+        warnings.simplefilter("ignore", RuntimeWarning)  # reported non-convergence
         return simulate(scene, steps)
 
 
@@ -82,7 +89,7 @@ def _assert_identical(a, b):
 def test_same_process_bit_identical(name, solver_path):
     a = _run(name, solver_path)
     b = _run(name, solver_path)
-    assert any(np.abs(p[-1] - p[0]).max() > 1e-3 for p in a.body_positions)   # something happened
+    assert any(np.abs(p[-1] - p[0]).max() > 1e-3 for p in a.body_positions)  # something happened
     _assert_identical(a, b)
 
 
@@ -101,8 +108,14 @@ def test_other_process_bit_identical(name, solver_path):
         from tests.solver.test_determinism import _run, _digest
         print(_digest(_run({name!r}, {solver_path!r})))
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                         cwd=str(ROOT), env=dict(os.environ))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(ROOT),
+        env=dict(os.environ),
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == _digest(_run(name, solver_path))
 

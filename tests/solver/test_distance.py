@@ -1,15 +1,25 @@
 """Point-edge distance: property tests against an independent oracle (exact
 projection formula + dense sampling of the segment), case classification, and
 finite-difference checks of the squared-distance gradient and Hessian."""
+
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
 from invariants import assert_close_rel, fd_gradient, fd_jacobian, point_segment_distance
 from invariants import random_stencil as _random_stencil
-from solver.distance import (PL, PP0, PP1, closest_point_parameter, distance_sq,
-                             distance_sq_derivatives, distance_sq_gradient, distance_sq_hessian,
-                             point_edge_case, segment_distance_sq)
+
+from solver.distance import (
+    PL,
+    PP0,
+    PP1,
+    closest_point_parameter,
+    distance_sq,
+    distance_sq_derivatives,
+    distance_sq_gradient,
+    distance_sq_hessian,
+    point_edge_case,
+    segment_distance_sq,
+)
 
 coord = st.floats(-10.0, 10.0, allow_nan=False, allow_infinity=False)
 point = st.tuples(coord, coord)
@@ -51,7 +61,7 @@ def test_case_and_closest_point_parameter(p, a, b):
     X = np.array([[p, a, b]])
     case = point_edge_case(X)[0]
     expected = PP0 if t <= 0 else PP1 if t >= 1 else PL
-    if min(abs(t), abs(t - 1)) > 1e-9:      # at a case boundary either choice gives the same distance
+    if min(abs(t), abs(t - 1)) > 1e-9:  # at a case boundary either choice gives the same distance
         assert case == expected
     r = closest_point_parameter(X, np.array([case]))[0]
     assert abs(r - min(max(t, 0.0), 1.0)) <= 1e-12
@@ -99,6 +109,6 @@ def test_batched_mixed_cases_match_single_evaluation():
     case = point_edge_case(X)
     d2, g, H = distance_sq_derivatives(X, case)
     for k in range(len(X)):
-        d2k, gk, Hk = distance_sq_derivatives(X[k:k + 1], case[k:k + 1])
+        d2k, gk, Hk = distance_sq_derivatives(X[k : k + 1], case[k : k + 1])
         assert d2[k] == d2k[0] and np.array_equal(g[k], gk[0]) and np.array_equal(H[k], Hk[0])
         assert abs(np.sqrt(d2[k]) - point_segment_distance(*X[k])) < 1e-12

@@ -1,10 +1,11 @@
 """Neo-Hookean elasticity: energy against an independent formula, per-element
 gradient / Hessian against central differences (project=False), the
 closed-form PSD projection of dP/dF against a numerical eigen-clamp."""
+
 import numpy as np
 import pytest
-
 from invariants import assert_close_rel, fd_gradient, fd_jacobian, signed_areas
+
 from solver import elasticity
 
 
@@ -84,8 +85,10 @@ def test_rest_state_and_invariances():
         moved = x @ R.T + rng.normal(size=2)
         assert np.isclose(elasticity.value(el, moved), elasticity.value(el, x), rtol=1e-9)
         # internal forces sum to zero (translation invariance)
-        assert np.abs(elasticity.gradient(el, x)[0].reshape(3, 2).sum(axis=0)).max() \
+        assert (
+            np.abs(elasticity.gradient(el, x)[0].reshape(3, 2).sum(axis=0)).max()
             < 1e-9 * np.abs(elasticity.gradient(el, x)).max()
+        )
 
 
 def test_inverted_and_degenerate_elements_have_infinite_energy():
@@ -110,11 +113,13 @@ def test_projected_stress_derivative_is_eigen_clamp():
     F = np.empty((m, 2, 2))
     for k in range(m):
         while True:
-            Fk = np.eye(2) * rng.uniform(0.05, 2.0) + rng.normal(scale=rng.choice([0.1, 1.0, 3.0]), size=(2, 2))
+            Fk = np.eye(2) * rng.uniform(0.05, 2.0) + rng.normal(
+                scale=rng.choice([0.1, 1.0, 3.0]), size=(2, 2)
+            )
             if np.linalg.det(Fk) > 1e-3:
                 F[k] = Fk
                 break
-    F[:5] = np.diag([0.2, 0.2])      # strongly compressed, no shear (f- = 0)
+    F[:5] = np.diag([0.2, 0.2])  # strongly compressed, no shear (f- = 0)
     exact = elasticity.stress_derivative(el, F).reshape(m, 4, 4)
     proj = elasticity.projected_stress_derivative(el, F)
     n_indef = 0
@@ -122,7 +127,7 @@ def test_projected_stress_derivative_is_eigen_clamp():
         w, V = np.linalg.eigh(exact[k])
         n_indef += w.min() < 0
         assert_close_rel(proj[k], (V * np.maximum(w, 0)) @ V.T, 1e-9, f"element {k}")
-    assert n_indef > 10   # the projection was exercised
+    assert n_indef > 10  # the projection was exercised
 
 
 def test_stress_derivative_matches_fd_of_stress():

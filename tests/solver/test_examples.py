@@ -1,4 +1,5 @@
 """Built-in example scenes and mesh generators match their specification."""
+
 import math
 
 import numpy as np
@@ -7,8 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import solver
-from solver.examples import (DEFAULT_STEPS, EXAMPLES, block_on_slope, compressing_squares,
-                             disc_mesh, free_fall, pile, square_mesh)
+from solver.examples import (
+    DEFAULT_STEPS,
+    EXAMPLES,
+    block_on_slope,
+    compressing_squares,
+    disc_mesh,
+    free_fall,
+    pile,
+    square_mesh,
+)
 from solver.scene_io import load_scene, scene_to_dict
 
 
@@ -47,18 +56,19 @@ def interp_collider(c, time):
 # mesh generators
 # --------------------------------------------------------------------------
 
+
 @settings(max_examples=30, deadline=None)
 @given(st.floats(0.01, 10.0), st.integers(1, 12), st.floats(-5, 5), st.floats(-5, 5))
 def test_square_mesh(side, n_seg, cx, cy):
     v, t = square_mesh(side, n_seg, (cx, cy))
-    assert v.shape == ((n_seg + 1) ** 2, 2) and t.shape == (2 * n_seg ** 2, 3)
+    assert v.shape == ((n_seg + 1) ** 2, 2) and t.shape == (2 * n_seg**2, 3)
     boundary = check_manifold_disc(v, t)
     assert len(boundary) == 4 * n_seg
     assert math.isclose(signed_areas(v, t).sum(), side * side, rel_tol=1e-9)
     np.testing.assert_allclose(v.min(0), [cx - side / 2, cy - side / 2], atol=1e-12)
     np.testing.assert_allclose(v.max(0), [cx + side / 2, cy + side / 2], atol=1e-12)
     # Regular grid: all triangles the same area.
-    np.testing.assert_allclose(signed_areas(v, t), side * side / (2 * n_seg ** 2), rtol=1e-6)
+    np.testing.assert_allclose(signed_areas(v, t), side * side / (2 * n_seg**2), rtol=1e-6)
 
 
 def test_square_mesh_rejects_zero_cells():
@@ -78,10 +88,11 @@ def test_disc_mesh(n_rings, extra, radius):
     # No slivers: every triangle keeps a reasonable fraction of an equilateral's area.
     a, b, c = v[t[:, 0]], v[t[:, 1]], v[t[:, 2]]
     longest = np.max([np.hypot(*(b - a).T), np.hypot(*(c - b).T), np.hypot(*(a - c).T)], axis=0)
-    assert np.all(signed_areas(v, t) > 0.05 * longest ** 2)
+    assert np.all(signed_areas(v, t) > 0.05 * longest**2)
     # Area equals that of the regular outer polygon; all vertices within the radius.
-    assert math.isclose(signed_areas(v, t).sum(), 0.5 * m * radius ** 2 * math.sin(2 * math.pi / m),
-                        rel_tol=1e-9)
+    assert math.isclose(
+        signed_areas(v, t).sum(), 0.5 * m * radius**2 * math.sin(2 * math.pi / m), rel_tol=1e-9
+    )
     r = np.hypot(v[:, 0] - 1.0, v[:, 1] + 2.0)
     assert r.max() <= radius * (1 + 1e-12)
     np.testing.assert_allclose(np.sort(r[np.unique(boundary)]), radius, rtol=1e-12)
@@ -101,13 +112,14 @@ def test_disc_mesh_rejects_too_coarse_rings():
 # compressing squares (issue 2, point 10)
 # --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n_seg", [2, 8])
 def test_compressing_squares_geometry(n_seg):
     s = compressing_squares(n_seg)
     top, bottom = s.bodies
     for body, center in ((top, (0.0, 0.0)), (bottom, (0.045, -0.495))):
         assert body.vertices.shape == ((n_seg + 1) ** 2, 2)
-        assert len(body.triangles) == 2 * n_seg ** 2
+        assert len(body.triangles) == 2 * n_seg**2
         np.testing.assert_allclose(body.vertices.min(0), np.add(center, -0.225), atol=1e-12)
         np.testing.assert_allclose(body.vertices.max(0), np.add(center, 0.225), atol=1e-12)
         assert np.all(signed_areas(body.vertices, body.triangles) > 0)
@@ -119,23 +131,29 @@ def test_compressing_squares_environment_and_params():
     s = compressing_squares()
     assert s.half_planes == (solver.HalfPlane((0.0, -1.0), (0.0, 1.0), 0.4, "ground"),)
     p = s.params
-    assert (p.dt, p.dhat, p.kappa, p.formulation, p.eps_v, p.newton_tol) == \
-        (0.01, 0.01, 1e5, "original", 1e-3, 1e-2)
+    assert (p.dt, p.dhat, p.kappa, p.formulation, p.eps_v, p.newton_tol) == (
+        0.01,
+        0.01,
+        1e5,
+        "original",
+        1e-3,
+        1e-2,
+    )
     (ceiling,) = s.colliders
     assert ceiling.mu == 0.0
     assert len(ceiling.edges) >= 1
     xs = ceiling.vertices[:, 0]
-    assert xs.min() <= -1.0 and xs.max() >= 1.0          # wider than anything it presses
+    assert xs.min() <= -1.0 and xs.max() >= 1.0  # wider than anything it presses
     # Horizontal at every sample.
     assert np.all(np.ptp(ceiling.positions[:, :, 1], axis=1) == 0)
     y = lambda time: interp_collider(ceiling, time)[0, 1]  # noqa: E731
     assert y(0.0) == 0.27
     assert math.isclose(y(1.0), 0.27 - 0.5 * 1.0, abs_tol=1e-12)
     t_kink = (0.27 + 0.7) / 0.5
-    assert np.any(np.isclose(ceiling.times, t_kink, rtol=0, atol=1e-12))   # kink sampled
+    assert np.any(np.isclose(ceiling.times, t_kink, rtol=0, atol=1e-12))  # kink sampled
     assert math.isclose(y(t_kink), -0.7, abs_tol=1e-12)
     for later in (t_kink + 0.01, 3.0, 100.0):
-        assert math.isclose(y(later), -0.7, abs_tol=1e-12)     # holds after
+        assert math.isclose(y(later), -0.7, abs_tol=1e-12)  # holds after
     # Constant speed before the kink: 0.5 m/s.
     assert math.isclose((y(0.5) - y(1.5)) / 1.0, 0.5, rel_tol=1e-12)
 
@@ -151,6 +169,7 @@ def test_compressing_squares_start_gaps():
 # --------------------------------------------------------------------------
 # other examples
 # --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("theta", [0.1, 0.3, 0.6])
 def test_block_on_slope_sits_on_slope(theta):
@@ -200,7 +219,7 @@ def test_pile_shapes_separated_and_inside_box(shape):
     # Pairwise: boundary vertices of one shape farther than dhat from the other's boundary,
     # and (all shapes are convex) no vertex inside another shape.
     for i, a in enumerate(s.bodies):
-        for b in s.bodies[i + 1:]:
+        for b in s.bodies[i + 1 :]:
             for p, q in ((a, b), (b, a)):
                 e = _boundary_loop(q.vertices, q.triangles)
                 d = _point_segment_distances(p.vertices, q.vertices[e[:, 0]], q.vertices[e[:, 1]])
@@ -247,8 +266,8 @@ def test_compressing_squares_bodies_stay_under_the_ceiling():
     """Full 300-step run: the ceiling is long enough that nothing escapes past its ends."""
     s = compressing_squares(2)
     traj = solver.simulate(s, 300)
-    ceiling = traj.collider_positions[0]                       # (301, 2, 2)
-    bodies = np.concatenate(traj.body_positions, axis=1)       # (301, 18, 2)
+    ceiling = traj.collider_positions[0]  # (301, 2, 2)
+    bodies = np.concatenate(traj.body_positions, axis=1)  # (301, 18, 2)
     assert np.all(bodies[:, :, 1] < ceiling[:, None, 0, 1])
     assert np.all(bodies[:, :, 0] > ceiling[:, None, 0, 0])
     assert np.all(bodies[:, :, 0] < ceiling[:, None, 1, 0])

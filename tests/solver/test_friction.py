@@ -2,15 +2,16 @@
 Hessian of synthetic and real (pair + half-plane) friction sets against
 central differences in the |u| < eps and |u| > eps regions, PSD projection,
 and the frozen normal force / tangent / friction coefficient."""
+
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from invariants import assert_close_rel, contact_scene, fd_gradient, fd_jacobian, point_segment_distance
-from solver import barrier, friction
+
+from solver import friction
 from solver.contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
 from solver.friction import FrictionSet
 from solver.model import build_model
@@ -18,12 +19,12 @@ from solver.model import build_model
 
 def f0_ref(y, eps):
     y = abs(y)
-    return -y ** 3 / (3 * eps ** 2) + y ** 2 / eps + eps / 3 if y < eps else y
+    return -(y**3) / (3 * eps**2) + y**2 / eps + eps / 3 if y < eps else y
 
 
 def f1_ref(y, eps):
     y = abs(y)
-    return 2 * y / eps - y ** 2 / eps ** 2 if y < eps else 1.0
+    return 2 * y / eps - y**2 / eps**2 if y < eps else 1.0
 
 
 def test_mollifier_matches_seed_and_is_c1():
@@ -34,10 +35,12 @@ def test_mollifier_matches_seed_and_is_c1():
     # continuity of f0, f1 and f0'' at y = eps; f1 = d f0 / dy
     for fn in (friction.f0, friction.f1, friction.f0_d2):
         lo, hi = fn(np.array([eps * (1 - 1e-9)]), eps)[0], fn(np.array([eps * (1 + 1e-9)]), eps)[0]
-        assert abs(lo - hi) < 1e-6 * (2.0 / eps)     # 2/eps: the largest value of f0''
+        assert abs(lo - hi) < 1e-6 * (2.0 / eps)  # 2/eps: the largest value of f0''
     y = np.linspace(0.01, 2.9, 40) * eps
     h = 1e-9
-    assert np.allclose((friction.f0(y + h, eps) - friction.f0(y - h, eps)) / (2 * h), friction.f1(y, eps), atol=1e-6)
+    assert np.allclose(
+        (friction.f0(y + h, eps) - friction.f0(y - h, eps)) / (2 * h), friction.f1(y, eps), atol=1e-6
+    )
 
 
 def synthetic_set(rng, n, k, mu_static):
@@ -50,7 +53,7 @@ def synthetic_set(rng, n, k, mu_static):
 
 @pytest.mark.parametrize("k", [1, 3])
 @pytest.mark.parametrize("mu_static", [False, True])
-@pytest.mark.parametrize("region", [0.3, 0.8, 1.5, 3.0])   # |u| / eps: stick, stick, blend, slide
+@pytest.mark.parametrize("region", [0.3, 0.8, 1.5, 3.0])  # |u| / eps: stick, stick, blend, slide
 def test_synthetic_friction_fd(k, mu_static, region):
     rng = np.random.default_rng(int(region * 10) + 100 * k + mu_static)
     eps = 1e-3
@@ -67,7 +70,11 @@ def test_synthetic_friction_fd(k, mu_static, region):
 
     def G(v):
         g = np.zeros(len(v))
-        np.add.at(g, (2 * fs.idx[:, :, None] + np.arange(2)).ravel(), friction.gradient(fs, v.reshape(-1, 2), eps).ravel())
+        np.add.at(
+            g,
+            (2 * fs.idx[:, :, None] + np.arange(2)).ravel(),
+            friction.gradient(fs, v.reshape(-1, 2), eps).ravel(),
+        )
         return g
 
     H = np.zeros((len(z), len(z)))
@@ -97,8 +104,12 @@ def test_synthetic_friction_fd(k, mu_static, region):
 
 
 @settings(max_examples=200, deadline=None)
-@given(u0=st.floats(-5.0, 5.0), u=st.floats(-6.0, 6.0), ratio=st.floats(1.0, 3.0),
-       direction=st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=2))
+@given(
+    u0=st.floats(-5.0, 5.0),
+    u=st.floats(-6.0, 6.0),
+    ratio=st.floats(1.0, 3.0),
+    direction=st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=2),
+)
 def test_majorizing_curvature_bounds_the_friction_potential(u0, u, ratio, direction):
     """With majorize on, the quadratic model of a contact (value, gradient and
     the Hessian at slip u0) lies above the friction potential at every slip u,
@@ -157,7 +168,7 @@ def test_pair_and_plane_friction_sets_from_a_scene(formulation):
     w_ref = _weights_ref(m.edges, x0, m.n)
 
     def B(s):
-        return -(s - 1) ** 2 * np.log(s) if 0 < s < 1 else 0.0
+        return -((s - 1) ** 2) * np.log(s) if 0 < s < 1 else 0.0
 
     for k in range(len(fs)):
         pt, e0, e1 = fs.idx[k]
@@ -167,7 +178,7 @@ def test_pair_and_plane_friction_sets_from_a_scene(formulation):
         sign = -1.0 if duplicate else 1.0
         coef = sign * 0.5 * kappa * dhat * w_ref[pt]
         h = 1e-7 * dhat
-        lam = -(coef * B((d + h) ** 2 / dhat ** 2) - coef * B((d - h) ** 2 / dhat ** 2)) / (2 * h)
+        lam = -(coef * B((d + h) ** 2 / dhat**2) - coef * B((d - h) ** 2 / dhat**2)) / (2 * h)
         mu = math.sqrt(m.mu[pt] * m.mu[e0])
         assert math.isclose(fs.mu_lambda[k], mu * lam, rel_tol=1e-5)
         # tangent: w = Gamma (x) t with t orthogonal to the contact normal
@@ -184,14 +195,14 @@ def test_pair_and_plane_friction_sets_from_a_scene(formulation):
         assert np.any(fs.idx[:, 1] == fs.idx[:, 2]) and np.any(fs.mu_lambda < 0)
 
     pfs = plane_friction(m, x0, kappa, dhat)
-    assert len(pfs) == 3          # A's three bottom vertices are within dhat of the ground
+    assert len(pfs) == 3  # A's three bottom vertices are within dhat of the ground
     nrm = m.plane_normal[0]
     for k in range(len(pfs)):
         v = pfs.idx[k, 0]
         d = (x0[v] - m.plane_point[0]) @ nrm
         coef = kappa * dhat * w_ref[v]
         h = 1e-7 * dhat
-        lam = -(coef * B((d + h) ** 2 / dhat ** 2) - coef * B((d - h) ** 2 / dhat ** 2)) / (2 * h)
+        lam = -(coef * B((d + h) ** 2 / dhat**2) - coef * B((d - h) ** 2 / dhat**2)) / (2 * h)
         assert math.isclose(pfs.mu_lambda[k], math.sqrt(0.4 * 0.5) * lam, rel_tol=1e-5)
         assert abs(pfs.w[k] @ nrm) < 1e-12
 
@@ -201,13 +212,18 @@ def test_pair_and_plane_friction_sets_from_a_scene(formulation):
     for scale in (0.05, 20.0):
         disp = rng.normal(size=(m.n, 2)) * scale * eps
         for S in (fs, pfs):
+
             def E(v):
                 return friction.value(S, v.reshape(-1, 2), eps)
 
             def G(v):
                 g = np.zeros(len(v))
-                np.add.at(g, (2 * S.idx[:, :, None] + np.arange(2)).ravel(),
-                          friction.gradient(S, v.reshape(-1, 2), eps).ravel())
+                np.add.at(
+                    g,
+                    (2 * S.idx[:, :, None] + np.arange(2)).ravel(),
+                    friction.gradient(S, v.reshape(-1, 2), eps).ravel(),
+                )
                 return g
+
             z = disp.ravel()
             assert_close_rel(G(z), fd_gradient(E, z, 1e-7 * eps), 1e-6, "scene friction gradient")

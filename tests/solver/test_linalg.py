@@ -1,6 +1,7 @@
 """Linear algebra: PSD projection, COO assembly, fixed-DOF elimination and the
 solvers (scipy dense / banded Cholesky and sparse LU, numpy dense and PCG
 fallback) against numpy's dense solve, and their positive-definiteness test."""
+
 import numpy as np
 import pytest
 
@@ -17,7 +18,7 @@ def spd_coo(rng, n, density=0.02):
     rows = np.concatenate([r, c, np.arange(n)])
     cols = np.concatenate([c, r, np.arange(n)])
     A = np.zeros((n, n))
-    np.add.at(A, (rows[:2 * k], cols[:2 * k]), np.concatenate([v, v]))
+    np.add.at(A, (rows[: 2 * k], cols[: 2 * k]), np.concatenate([v, v]))
     diag = np.abs(A).sum(axis=1) + rng.uniform(0.5, 2.0, n)
     vals = np.concatenate([v, v, diag])
     A[np.arange(n), np.arange(n)] += diag
@@ -55,7 +56,7 @@ def test_triplets_assembly_matches_dense_accumulation():
                 for b in range(2 * k):
                     A[dofs[a], dofs[b]] += H[s, a, b]
     n_triplets = len(T.arrays()[0])
-    T.add_stencils(np.zeros((0, 3), int), np.zeros((0, 6)), np.zeros((0, 6, 6)))   # no-op
+    T.add_stencils(np.zeros((0, 3), int), np.zeros((0, 6)), np.zeros((0, 6, 6)))  # no-op
     assert len(T.arrays()[0]) == n_triplets
     T.add_diagonal(np.arange(2 * n_v), np.arange(2 * n_v, dtype=float))
     A += np.diag(np.arange(2 * n_v, dtype=float))
@@ -152,7 +153,7 @@ def test_scipy_paths_solve_and_detect_indefinite(path, monkeypatch):
     assert np.allclose(A @ x, b, rtol=0, atol=1e-9 * np.abs(b).max())
     assert bool(calls) == (path == "banded")
     # make it indefinite: flip the sign of one diagonal entry
-    k = int(np.flatnonzero((rows == cols))[3])
+    k = int(np.flatnonzero(rows == cols)[3])
     vals = vals.copy()
     vals[k] = -vals[k]
     A[rows[k], rows[k]] = vals[k]
@@ -167,10 +168,10 @@ def test_band_ordering_is_reused_and_recomputed_when_the_band_grows():
     rows, cols, vals, A = banded_spd_coo(rng, 300, 4)
     order = linalg.BandOrdering()
     _, _, band = order.band_of(rows, cols, 300)
-    assert band <= 8                       # RCM recovers a narrow band
+    assert band <= 8  # RCM recovers a narrow band
     first = order.perm
     order.band_of(rows, cols, 300)
-    assert order.perm is first             # same pattern: ordering kept
+    assert order.perm is first  # same pattern: ordering kept
     # a long-range coupling (a new contact far along the band) widens it
     ends = int(first[0]), int(first[-1])
     far_r = np.concatenate([rows, ends])
@@ -194,7 +195,7 @@ def test_numpy_paths_detect_indefinite(monkeypatch):
     b = rng.normal(size=50)
     with pytest.raises(linalg.NotPositiveDefinite):
         linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
-    monkeypatch.setattr(linalg, "DENSE_LIMIT", 4)       # PCG branch
+    monkeypatch.setattr(linalg, "DENSE_LIMIT", 4)  # PCG branch
     with pytest.raises(linalg.NotPositiveDefinite):
         linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
 
@@ -216,5 +217,5 @@ def test_numpy_banded_path_solves_and_detects_indefinite(monkeypatch):
         linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
     A2 = np.zeros_like(A)
     np.add.at(A2, (rows, cols), vals)
-    x = linalg.solve(rows, cols, vals, b, "numpy")             # falls back to the dense LU
+    x = linalg.solve(rows, cols, vals, b, "numpy")  # falls back to the dense LU
     assert np.allclose(A2 @ x, b, rtol=0, atol=1e-8 * np.abs(b).max())

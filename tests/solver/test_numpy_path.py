@@ -2,6 +2,7 @@
 installed before the solver is imported, in a fresh interpreter) the solver
 runs and reproduces the scipy path's trajectory; the PCG fallback drives a
 simulation to the same result as the dense solve."""
+
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ from solver import linalg, simulate
 from solver.examples import compressing_squares
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = 60          # contact starts around step 25 (ceiling and ground)
+STEPS = 60  # contact starts around step 25 (ceiling and ground)
 N_SEG = 4
 
 CHILD = textwrap.dedent("""
@@ -51,28 +52,40 @@ def _child_run(tmp_path, tag, hide, solver, n_seg=N_SEG):
     script = tmp_path / f"{tag}.py"
     script.write_text(CHILD.format(n_seg=n_seg, steps=STEPS, hide=hide, solver=solver))
     out, iters = tmp_path / f"{tag}.npz", tmp_path / f"{tag}.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, str(script), str(out), str(iters)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script), str(out), str(iters)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     return np.load(out), json.loads(iters.read_text())
 
 
-@pytest.mark.parametrize("n_seg", [N_SEG, 8])   # 104 DOFs: dense; 328 DOFs: banded Cholesky
+@pytest.mark.parametrize("n_seg", [N_SEG, 8])  # 104 DOFs: dense; 328 DOFs: banded Cholesky
 def test_scipy_hidden_trajectory_equals_scipy_path(tmp_path, n_seg):
     """With scipy hidden the solver runs the numpy path: the same trajectory
     as linear_solver='numpy' with scipy present, and close to the scipy path's."""
-    assert linalg.HAVE_SCIPY            # this process is the scipy reference
+    assert linalg.HAVE_SCIPY  # this process is the scipy reference
     hidden, hidden_iters = _child_run(tmp_path, "child_hidden", True, "auto", n_seg)
     numpy_ref, numpy_iters = _child_run(tmp_path, "child_numpy", False, "numpy", n_seg)
     for key in numpy_ref.files:
         np.testing.assert_allclose(hidden[key], numpy_ref[key], rtol=0, atol=1e-10)
     assert hidden_iters == numpy_iters
     from dataclasses import replace
+
     scene = compressing_squares(n_seg)
     scipy_ref = simulate(replace(scene, params=replace(scene.params, linear_solver="scipy")), STEPS)
-    assert sum(s.active_contacts for s in scipy_ref.stats) > 0        # contact happens in the window
+    assert sum(s.active_contacts for s in scipy_ref.stats) > 0  # contact happens in the window
     # LU (numpy) and Cholesky (scipy) round differently, and discrete choices
     # (a CCD branch, one Newton iteration more or less) can turn 1e-16 into
     # a difference of the order of what the Newton tolerance leaves open
@@ -86,6 +99,7 @@ def test_pcg_fallback_reproduces_dense_trajectory(monkeypatch):
     """Force the numpy path's PCG branch (DENSE_LIMIT below the system size)
     and compare with the dense Cholesky solve on a small contact scene."""
     from dataclasses import replace
+
     scene = compressing_squares(2)
     scene = replace(scene, params=replace(scene.params, linear_solver="numpy"))
     dense = simulate(scene, 60)

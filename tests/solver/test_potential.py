@@ -3,11 +3,12 @@ active: value vs the assembled gradient (central differences), the assembled
 dense Hessian with projections switched off vs FD, and with projections on:
 symmetric positive definite.  Also the contact energy of both formulations
 against an independent sum written from seed 004."""
+
 import numpy as np
 import pytest
-
 from invariants import assert_close_rel, contact_scene, fd_gradient, fd_jacobian, point_segment_distance
-from solver import barrier, elasticity, friction
+
+from solver import barrier
 from solver.contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
 from solver.model import build_model
 from solver.potential import IncrementalPotential, StepConstants
@@ -24,11 +25,19 @@ def setup(formulation, seed=0, penalize=True):
     penalized = m.is_collider.copy() if penalize else np.zeros(m.n, bool)
     target = x_prev + np.where(penalized[:, None], 0.003, 0.0)
     consts = StepConstants(
-        h=h, dhat=dhat, kappa=kappa, eps=p.eps_v * h,
+        h=h,
+        dhat=dhat,
+        kappa=kappa,
+        eps=p.eps_v * h,
         x_tilde=x_prev + h * rng.normal(size=x_prev.shape) * 0.1 + h * h * np.array([0.0, -9.81]),
-        x_prev=x_prev, target=target, penalized=penalized, pen_mass=np.full(m.n, 0.7), k_pen=1e3,
+        x_prev=x_prev,
+        target=target,
+        penalized=penalized,
+        pen_mass=np.full(m.n, 0.7),
+        k_pen=1e3,
         pair_friction=pair_friction(m, cs0, x_prev, dhat),
-        plane_friction=plane_friction(m, x_prev, kappa, dhat))
+        plane_friction=plane_friction(m, x_prev, kappa, dhat),
+    )
     # evaluation point: small random move (keeps every distance in (0, dhat) and
     # every case; slips of both friction regimes, eps = 5e-4)
     x = x_prev + rng.uniform(-1.5e-3, 1.5e-3, x_prev.shape)
@@ -52,8 +61,13 @@ def test_incremental_potential_gradient_and_hessian_fd(formulation, monkeypatch)
     d = np.sqrt(barrier.distance_sq(X, cs.cases(X)))
     assert np.sum(d < consts.dhat) >= 6 and np.all(d > 0)
     assert len(consts.pair_friction) >= 4 and len(consts.plane_friction) == 3
-    slip = np.abs(np.einsum("ni,ni->n", consts.pair_friction.w,
-                            (x - consts.x_prev)[consts.pair_friction.idx].reshape(len(consts.pair_friction), -1)))
+    slip = np.abs(
+        np.einsum(
+            "ni,ni->n",
+            consts.pair_friction.w,
+            (x - consts.x_prev)[consts.pair_friction.idx].reshape(len(consts.pair_friction), -1),
+        )
+    )
     assert np.any(slip < consts.eps) and np.any(slip > consts.eps)
     if formulation == "convergent":
         assert cs.pp.any()
@@ -78,7 +92,7 @@ def test_incremental_potential_gradient_and_hessian_fd(formulation, monkeypatch)
     # exact Hessian (projections off) equals FD of the assembled gradient
     A_exact = dense(ip.gradient_hessian(x, cs, project=False), n)
     assert_close_rel(A_exact, fd_jacobian(G, z, 1e-7), 1e-5, "IP Hessian")
-    assert not np.allclose(A_exact, A)   # the projection changed something
+    assert not np.allclose(A_exact, A)  # the projection changed something
 
 
 def test_penalty_term_alone(monkeypatch):
@@ -86,6 +100,7 @@ def test_penalty_term_alone(monkeypatch):
     difference of the potential with and without penalisation."""
     m, consts, x, cs = setup("original", seed=3)
     from dataclasses import replace
+
     with_pen = IncrementalPotential(m, consts)
     without = IncrementalPotential(m, replace(consts, penalized=np.zeros(m.n, bool)))
     diff = with_pen.value(x, cs) - without.value(x, cs)
@@ -98,7 +113,7 @@ def test_penalty_term_alone(monkeypatch):
 
 
 def _barrier_ref(s):
-    return np.where((s > 0) & (s < 1), -(s - 1) ** 2 * np.log(np.clip(s, 1e-300, 1)), 0.0)
+    return np.where((s > 0) & (s < 1), -((s - 1) ** 2) * np.log(np.clip(s, 1e-300, 1)), 0.0)
 
 
 @pytest.mark.parametrize("formulation", ["original", "convergent"])
@@ -129,12 +144,12 @@ def test_contact_energy_matches_independent_sum(formulation):
             other &= ~m.is_collider[edges[:, 0]]
         oe = edges[other]
         d = point_segment_distance(x[pt], x[oe[:, 0]], x[oe[:, 1]])
-        psi = _barrier_ref(d ** 2 / p.dhat ** 2).sum()
+        psi = _barrier_ref(d**2 / p.dhat**2).sum()
         if formulation == "convergent":
             verts, count = np.unique(oe, return_counts=True)
             shared = verts[count == 2]
             dv = np.linalg.norm(x[shared] - x[pt], axis=1)
-            psi -= _barrier_ref(dv ** 2 / p.dhat ** 2).sum()
+            psi -= _barrier_ref(dv**2 / p.dhat**2).sum()
         total += 0.5 * w[pt] * p.kappa * p.dhat * psi
     assert total > 0
     assert np.isclose(solver_E, total, rtol=1e-10)
@@ -163,7 +178,7 @@ def test_convergent_formulation_removes_the_duplicate_at_a_corner():
         energies[form] = barrier.pe_value(X, sub.cases(X), sub.coef, p.dhat)
         w_low = sum(np.linalg.norm(x[a] - x[c]) / 2 for a, c in m.edges if low in (a, c))
         d = np.linalg.norm(x[low] - x[corner])
-        single = 0.5 * w_low * p.kappa * p.dhat * float(_barrier_ref(np.array(d * d / p.dhat ** 2)))
+        single = 0.5 * w_low * p.kappa * p.dhat * float(_barrier_ref(np.array(d * d / p.dhat**2)))
     assert single > 0
     assert np.isclose(energies["convergent"], single, rtol=1e-10)
     assert np.isclose(energies["original"], 2 * single, rtol=1e-10)

@@ -1,4 +1,5 @@
 """The scene files shipped in examples/ load, validate and run."""
+
 import glob
 import os
 

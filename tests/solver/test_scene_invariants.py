@@ -9,18 +9,18 @@ with the independent predicates of invariants.py:
 * the ceiling ends at y = -0.7;
 * the run is deterministic (bit-identical on a re-run).
 """
+
 import math
 
 import numpy as np
 import pytest
+from invariants import boundary_edges, crossing_edge_pairs, points_in_triangles, rotation_angle, signed_areas
 
-from invariants import (boundary_edges, crossing_edge_pairs, points_in_triangles, rotation_angle,
-                        signed_areas)
 from solver import simulate
 from solver.examples import compressing_squares
 
 STEPS = 300
-CEILING_STOP_STEP = 194            # (0.27 + 0.7) / 0.5 s = 1.94 s at h = 0.01
+CEILING_STOP_STEP = 194  # (0.27 + 0.7) / 0.5 s = 1.94 s at h = 0.01
 RUNS = [(2, "original"), (2, "convergent"), (8, "original")]
 
 
@@ -71,7 +71,7 @@ def test_ceiling_ends_at_minus_0_7(run):
     _, traj = run
     ceiling = traj.collider_positions[0]
     assert np.allclose(ceiling[-1][:, 1], -0.7, atol=1e-9)
-    assert np.allclose(ceiling[CEILING_STOP_STEP + 5:, :, 1], -0.7, atol=1e-9)
+    assert np.allclose(ceiling[CEILING_STOP_STEP + 5 :, :, 1], -0.7, atol=1e-9)
     assert traj.stats[-1].collider_lag < 1e-6
 
 
@@ -105,8 +105,8 @@ def test_determinism(run):
     n = 120 if len(scene.bodies[0].vertices) < 50 else 40
     again = simulate(scene, n)
     for a, b in zip(again.body_positions, traj.body_positions):
-        assert np.array_equal(a, b[:n + 1])
-    assert np.array_equal(again.collider_positions[0], traj.collider_positions[0][:n + 1])
+        assert np.array_equal(a, b[: n + 1])
+    assert np.array_equal(again.collider_positions[0], traj.collider_positions[0][: n + 1])
     assert [s.newton_iters for s in again.stats] == [s.newton_iters for s in traj.stats[:n]]
 
 
@@ -118,12 +118,13 @@ def test_independent_checkers_detect_violations():
     hits = {tuple(sorted(p)) for p in crossing_edge_pairs(x, edges).tolist()}
     # (0,1) crosses (2,3); (6,7) and (8,9) overlap collinearly; (0,1) and (4,5) are disjoint collinear
     assert hits == {(0, 1), (3, 4)}
-    x2 = np.array([[0, 0], [2, 0], [1, 0], [1, 1]], float)       # T-junction: touching counts
+    x2 = np.array([[0, 0], [2, 0], [1, 0], [1, 1]], float)  # T-junction: touching counts
     assert len(crossing_edge_pairs(x2, np.array([[0, 1], [2, 3]]))) == 1
     assert signed_areas(np.array([[0, 0], [0, 1], [1, 0]], float), np.array([[0, 1, 2]]))[0] < 0
     tri = np.array([[0, 0], [1, 0], [0, 1]], float)
-    assert points_in_triangles(np.array([[0.2, 0.2], [1.0, 1.0], [0.5, 0.5]]), tri,
-                               np.array([[0, 1, 2]])).tolist() == [True, False, True]
+    assert points_in_triangles(
+        np.array([[0.2, 0.2], [1.0, 1.0], [0.5, 0.5]]), tri, np.array([[0, 1, 2]])
+    ).tolist() == [True, False, True]
     rest = np.random.default_rng(0).normal(size=(10, 2))
     c, s = math.cos(0.7), math.sin(0.7)
     assert math.isclose(rotation_angle(rest, rest @ np.array([[c, s], [-s, c]]) + 3.0), 0.7, rel_tol=1e-12)

@@ -19,6 +19,7 @@ Invariants (all strict: touching counts as a violation, IPC keeps d > 0):
   no edge at the sampled instants);
 * ``half_plane`` -- a body vertex on or beyond a half-plane.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from fractions import Fraction
 
 import numpy as np
 
-_EPS = np.finfo(float).eps / 2          # unit roundoff
+_EPS = np.finfo(float).eps / 2  # unit roundoff
 _CCW_BOUND = (3.0 + 16.0 * _EPS) * _EPS  # Shewchuk's ccwerrboundA
 
 
@@ -37,6 +38,7 @@ class Violation:
 
 
 # ------------------------------------------------------------- exact predicates
+
 
 def _exact_orient(a, b, c):
     ax, ay = Fraction(float(a[0])), Fraction(float(a[1]))
@@ -56,7 +58,7 @@ def orient(a, b, c):
     with np.errstate(invalid="ignore"):
         sign = np.sign(det).astype(np.int8)
         unsure = ~(np.abs(det) > _CCW_BOUND * (np.abs(left) + np.abs(right)))
-    unsure &= np.isfinite(det) | ~np.isfinite(left + right)   # NaNs are reported elsewhere
+    unsure &= np.isfinite(det) | ~np.isfinite(left + right)  # NaNs are reported elsewhere
     for i in np.flatnonzero(unsure):
         if np.all(np.isfinite([a[i], b[i], c[i]])):
             sign[i] = _exact_orient(a[i], b[i], c[i])
@@ -93,13 +95,15 @@ def plane_side(x, point, normal):
     sign = np.sign(d).astype(np.int8)
     unsure = ~(np.abs(d) > 8 * _EPS * (np.abs(t0) + np.abs(t1)))
     for i in np.flatnonzero(unsure & np.all(np.isfinite(x), axis=1)):
-        f = (Fraction(n[0]) * (Fraction(x[i, 0]) - Fraction(p[0]))
-             + Fraction(n[1]) * (Fraction(x[i, 1]) - Fraction(p[1])))
+        f = Fraction(n[0]) * (Fraction(x[i, 0]) - Fraction(p[0])) + Fraction(n[1]) * (
+            Fraction(x[i, 1]) - Fraction(p[1])
+        )
         sign[i] = (f > 0) - (f < 0)
     return sign
 
 
 # ------------------------------------------------------------- topology
+
 
 def boundary_edges(tris):
     """Undirected edges used by exactly one triangle, (k, 2) int."""
@@ -113,7 +117,9 @@ def _box_pairs(lo_a, hi_a, lo_b, hi_b, chunk=2048):
     """All (i, j) whose closed boxes overlap, chunked to bound memory."""
     out_i, out_j = [], []
     for s in range(0, len(lo_a), chunk):
-        ov = np.all((lo_a[s:s + chunk, None] <= hi_b[None]) & (lo_b[None] <= hi_a[s:s + chunk, None]), axis=2)
+        ov = np.all(
+            (lo_a[s : s + chunk, None] <= hi_b[None]) & (lo_b[None] <= hi_a[s : s + chunk, None]), axis=2
+        )
         i, j = np.nonzero(ov)
         out_i.append(i + s)
         out_j.append(j)
@@ -151,8 +157,9 @@ class Checker:
         self.edges = np.concatenate(edges)
         self.owner = np.concatenate(owner)
         self.is_col = np.concatenate(is_col)
-        self.planes = [(np.asarray(h.point, float), np.asarray(h.normal, float), h.name)
-                       for h in scene.half_planes]
+        self.planes = [
+            (np.asarray(h.point, float), np.asarray(h.normal, float), h.name) for h in scene.half_planes
+        ]
         body_edges = self.edges[~self.is_col[self.edges[:, 0]]]
         # Boundary vertices of bodies and all collider vertices: the probes of the 'inside' test.
         self.probes = np.unique(np.concatenate([body_edges.ravel(), np.flatnonzero(self.is_col)]))
@@ -177,11 +184,14 @@ class Checker:
 
     # ---------------------------------------------------------------- checks
     def check(self, body_positions, collider_positions=()):
-        x = np.concatenate([np.asarray(p, float).reshape(-1, 2)
-                            for p in (*body_positions, *collider_positions)])
+        x = np.concatenate(
+            [np.asarray(p, float).reshape(-1, 2) for p in (*body_positions, *collider_positions)]
+        )
         if not np.all(np.isfinite(x)):
             bad = int(np.flatnonzero(~np.all(np.isfinite(x), axis=1))[0])
-            return [Violation("nonfinite", f"'{self.names[self.owner[bad]]}' vertex has a NaN/inf coordinate")]
+            return [
+                Violation("nonfinite", f"'{self.names[self.owner[bad]]}' vertex has a NaN/inf coordinate")
+            ]
         out = []
         out += self._inverted(x)
         out += self._crossings(x)
@@ -197,8 +207,13 @@ class Checker:
             return []
         k = int(np.flatnonzero(bad)[0])
         what = "zero-area" if s[k] == 0 else "inverted"
-        return [Violation("inverted", f"'{self.names[self.owner[t[k, 0]]]}': {int(bad.sum())} triangle(s) "
-                                      f"{what} or flipped (first: triangle {k} {t[k].tolist()})")]
+        return [
+            Violation(
+                "inverted",
+                f"'{self.names[self.owner[t[k, 0]]]}': {int(bad.sum())} triangle(s) "
+                f"{what} or flipped (first: triangle {k} {t[k].tolist()})",
+            )
+        ]
 
     def _crossings(self, x):
         e = self.edges
@@ -207,7 +222,7 @@ class Checker:
         i, j = _box_pairs(lo, hi, lo, hi)
         ei, ej = e[i], e[j]
         keep = (i < j) & ~(self.is_col[ei[:, 0]] & self.is_col[ej[:, 0]])
-        share = ((ei[:, :, None] == ej[:, None, :]).any(axis=(1, 2)))
+        share = (ei[:, :, None] == ej[:, None, :]).any(axis=(1, 2))
         keep &= ~share
         i, j = i[keep], j[keep]
         hit = segments_intersect(x[e[i, 0]], x[e[i, 1]], x[e[j, 0]], x[e[j, 1]])
@@ -215,8 +230,13 @@ class Checker:
         if hit.any():
             k = int(np.flatnonzero(hit)[0])
             na, nb = self.names[self.owner[e[i[k], 0]]], self.names[self.owner[e[j[k], 0]]]
-            out.append(Violation("crossing", f"{int(hit.sum())} boundary edge pair(s) intersect, first "
-                                             f"'{na}' edge {e[i[k]].tolist()} x '{nb}' edge {e[j[k]].tolist()}"))
+            out.append(
+                Violation(
+                    "crossing",
+                    f"{int(hit.sum())} boundary edge pair(s) intersect, first "
+                    f"'{na}' edge {e[i[k]].tolist()} x '{nb}' edge {e[j[k]].tolist()}",
+                )
+            )
         out += self._folds(x)
         return out
 
@@ -230,8 +250,13 @@ class Checker:
         col = (orient(s, p, q) == 0) & ~both_col
         for k in np.flatnonzero(col):
             if _exact_dot_sign(s[k], p[k], s[k], q[k]) > 0:
-                return [Violation("crossing", f"'{self.names[self.owner[adj[k, 0]]]}': boundary edges "
-                                              f"folded onto each other at vertex {int(adj[k, 0])}")]
+                return [
+                    Violation(
+                        "crossing",
+                        f"'{self.names[self.owner[adj[k, 0]]]}': boundary edges "
+                        f"folded onto each other at vertex {int(adj[k, 0])}",
+                    )
+                ]
         return []
 
     def _inside(self, x):
@@ -247,7 +272,7 @@ class Checker:
         if not len(pi):
             return []
         q = P[pi]
-        sgn = self.rest_sign[ti]        # orientation of the triangle in its rest shape
+        sgn = self.rest_sign[ti]  # orientation of the triangle in its rest shape
         d1 = orient(A[ti], B[ti], q) * sgn
         d2 = orient(B[ti], C[ti], q) * sgn
         d3 = orient(C[ti], A[ti], q) * sgn
@@ -256,19 +281,29 @@ class Checker:
             return []
         k = int(np.flatnonzero(inside)[0])
         v = pts[pi[k]]
-        return [Violation("inside", f"vertex {int(v)} of '{self.names[self.owner[v]]}' lies in or on "
-                                    f"body '{self.names[self.owner[t[ti[k], 0]]]}' "
-                                    f"({len(np.unique(pi[inside]))} vertices)")]
+        return [
+            Violation(
+                "inside",
+                f"vertex {int(v)} of '{self.names[self.owner[v]]}' lies in or on "
+                f"body '{self.names[self.owner[t[ti[k], 0]]]}' "
+                f"({len(np.unique(pi[inside]))} vertices)",
+            )
+        ]
 
     def _half_planes(self, x):
-        xb = x[:self.n_body_vertices]
+        xb = x[: self.n_body_vertices]
         out = []
         for p, n, name in self.planes:
             s = plane_side(xb, p, n)
             if np.any(s <= 0):
                 v = int(np.flatnonzero(s <= 0)[0])
-                out.append(Violation("half_plane", f"{int(np.sum(s <= 0))} vertex(es) on or beyond half-plane "
-                                                   f"'{name}', first vertex {v} of '{self.names[self.owner[v]]}'"))
+                out.append(
+                    Violation(
+                        "half_plane",
+                        f"{int(np.sum(s <= 0))} vertex(es) on or beyond half-plane "
+                        f"'{name}', first vertex {v} of '{self.names[self.owner[v]]}'",
+                    )
+                )
         return out
 
 
@@ -277,13 +312,15 @@ def min_separation(scene):
     (point to segment, both directions) at the scene's initial state.
     Independent of the solver; used to check that generated scenes start > dhat apart."""
     ck = Checker(scene)
-    x = np.concatenate([np.asarray(b.vertices, float) for b in scene.bodies]
-                       + [np.asarray(c.vertices, float).reshape(-1, 2) for c in scene.colliders])
+    x = np.concatenate(
+        [np.asarray(b.vertices, float) for b in scene.bodies]
+        + [np.asarray(c.vertices, float).reshape(-1, 2) for c in scene.colliders]
+    )
     e = ck.edges
     pts = np.unique(e.ravel())
     best = np.inf
     for s in range(0, len(pts), 512):
-        p = pts[s:s + 512]
+        p = pts[s : s + 512]
         P = x[p][:, None]
         a, b = x[e[:, 0]][None], x[e[:, 1]][None]
         ab = b - a

@@ -26,6 +26,7 @@ next ``attempt`` (recorded in ``meta['attempt']``).
     python3 -m tests.stress.generate --count 200      # table of the corpus
     python3 -m tests.stress.generate --save 17 out.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,6 +61,7 @@ class StressScene:
 
 # ----------------------------------------------------------------- random draws
 
+
 def _E(rng):
     return float(rng.choice([1e3, 1e4, 1e5, 1e6, 1e9], p=[0.3, 0.1, 0.15, 0.15, 0.3]))
 
@@ -69,7 +71,7 @@ def _materials(rng, n):
     rho = np.full(n, 1000.0)
     if n >= 2 and rng.random() < 0.4:
         heavy = rng.random(n) < 0.5
-        heavy[0], heavy[1] = True, False       # at least one of each
+        heavy[0], heavy[1] = True, False  # at least one of each
         rho = np.where(heavy, 1e4, 10.0)
     mats = []
     for k in range(n):
@@ -103,7 +105,7 @@ class _Draft:
 
     def __init__(self, rng, size):
         self.rng, self.size = rng, size
-        self.items = []          # (kind, v, t, feature)
+        self.items = []  # (kind, v, t, feature)
         frac = 10 ** rng.uniform(-4, -1)
         self.dhat_frac = frac
         self.dhat = None
@@ -139,15 +141,22 @@ class _Draft:
 
 
 def _bodies(items, mats, velocities):
-    return tuple(Body(f"{kind}_{k}", v, t, mats[k], velocity=np.asarray(vel, float))
-                 for k, ((kind, v, t, _), vel) in enumerate(zip(items, velocities)))
+    return tuple(
+        Body(f"{kind}_{k}", v, t, mats[k], velocity=np.asarray(vel, float))
+        for k, ((kind, v, t, _), vel) in enumerate(zip(items, velocities))
+    )
 
 
 def _params(rng, d, mats, dt=None, gravity=(0.0, -9.81)):
     kappa = None if rng.random() < 0.5 else float(min(m.E for m in mats) * 10 ** rng.uniform(-1.5, 1.0))
-    return SimParams(dt=dt or _dt(rng), dhat=d.dhat, kappa=kappa,
-                     formulation=str(rng.choice(["original", "convergent"])),
-                     gravity=gravity, strict=False)
+    return SimParams(
+        dt=dt or _dt(rng),
+        dhat=d.dhat,
+        kappa=kappa,
+        formulation=str(rng.choice(["original", "convergent"])),
+        gravity=gravity,
+        strict=False,
+    )
 
 
 def _steps(rng, n_vertices):
@@ -156,6 +165,7 @@ def _steps(rng, n_vertices):
 
 
 # ----------------------------------------------------------------- templates
+
 
 def t_drop(rng):
     """1-4 shapes in a row above a (possibly tilted) ground, random velocities."""
@@ -175,8 +185,10 @@ def t_drop(rng):
     planes = [HalfPlane((0.0, 0.0), (float(normal[0]), 1.0), float(rng.uniform(0, 2)), "ground")]
     if rng.random() < 0.5:
         w = 0.5 * width + d.gap_unit * rng.uniform(1, 5)
-        planes += [HalfPlane((-w, 0.0), (1.0, 0.0), float(rng.uniform(0, 2)), "left"),
-                   HalfPlane((w, 0.0), (-1.0, 0.0), float(rng.uniform(0, 2)), "right")]
+        planes += [
+            HalfPlane((-w, 0.0), (1.0, 0.0), float(rng.uniform(0, 2)), "left"),
+            HalfPlane((w, 0.0), (-1.0, 0.0), float(rng.uniform(0, 2)), "right"),
+        ]
     return d, _bodies(d.items, mats, vel), (), tuple(planes), _params(rng, d, mats)
 
 
@@ -209,7 +221,7 @@ def t_paddle(rng):
     clear = rng.uniform(0.1, 0.5) * s
     pivot = np.array([0.0, clear + R])
     width = d.row(base_y=d.gap_unit)
-    if width > 1.6 * R:     # keep the shapes under the sweep
+    if width > 1.6 * R:  # keep the shapes under the sweep
         R = width / 1.6
         pivot = np.array([0.0, clear + R])
     dt = _dt(rng)
@@ -223,12 +235,15 @@ def t_paddle(rng):
     tf = np.zeros((len(times), 2, 3))
     tf[:, 0, 0], tf[:, 0, 1], tf[:, 1, 0], tf[:, 1, 1] = c, -sn, sn, c
     tf[:, :, 2] = pivot
-    paddle = Collider.from_rigid("paddle", local, [[0, 1], [1, 2], [2, 3], [3, 0]], times, tf,
-                                 mu=float(rng.uniform(0, 2)))
+    paddle = Collider.from_rigid(
+        "paddle", local, [[0, 1], [1, 2], [2, 3], [3, 0]], times, tf, mu=float(rng.uniform(0, 2))
+    )
     w = R + s
-    planes = (HalfPlane((0.0, 0.0), (0.0, 1.0), float(rng.uniform(0, 2)), "ground"),
-              HalfPlane((-w, 0.0), (1.0, 0.0), float(rng.uniform(0, 2)), "left"),
-              HalfPlane((w, 0.0), (-1.0, 0.0), float(rng.uniform(0, 2)), "right"))
+    planes = (
+        HalfPlane((0.0, 0.0), (0.0, 1.0), float(rng.uniform(0, 2)), "ground"),
+        HalfPlane((-w, 0.0), (1.0, 0.0), float(rng.uniform(0, 2)), "left"),
+        HalfPlane((w, 0.0), (-1.0, 0.0), float(rng.uniform(0, 2)), "right"),
+    )
     mats = _materials(rng, n)
     vel = [np.zeros(2)] * n
     return d, _bodies(d.items, mats, vel), (paddle,), planes, _params(rng, d, mats, dt=dt), n_steps
@@ -254,11 +269,19 @@ def t_crush(rng):
     stop = top * rng.uniform(0.3, 0.7)
     t_stop = (top - stop) / speed
     verts = np.array([[-w - s, top], [w + s, top]])
-    ceiling = Collider("ceiling", verts, np.array([[0, 1]]), np.array([0.0, t_stop]),
-                       np.stack([verts, verts - [0.0, top - stop]]), mu=float(rng.uniform(0, 2)))
-    planes = (HalfPlane((0.0, 0.0), (0.0, 1.0), float(rng.uniform(0, 2)), "ground"),
-              HalfPlane((-w, 0.0), (1.0, 0.0), float(rng.uniform(0, 2)), "left"),
-              HalfPlane((w, 0.0), (-1.0, 0.0), float(rng.uniform(0, 2)), "right"))
+    ceiling = Collider(
+        "ceiling",
+        verts,
+        np.array([[0, 1]]),
+        np.array([0.0, t_stop]),
+        np.stack([verts, verts - [0.0, top - stop]]),
+        mu=float(rng.uniform(0, 2)),
+    )
+    planes = (
+        HalfPlane((0.0, 0.0), (0.0, 1.0), float(rng.uniform(0, 2)), "ground"),
+        HalfPlane((-w, 0.0), (1.0, 0.0), float(rng.uniform(0, 2)), "left"),
+        HalfPlane((w, 0.0), (-1.0, 0.0), float(rng.uniform(0, 2)), "right"),
+    )
     mats = _materials(rng, n)
     vel = [np.zeros(2)] * n
     return d, _bodies(d.items, mats, vel), (ceiling,), planes, _params(rng, d, mats)
@@ -274,13 +297,19 @@ def t_slope(rng):
     d.row(base_y=d.gap_unit)
     theta = float(rng.uniform(-0.8, 0.8))
     along = np.array([math.cos(theta), math.sin(theta)])
-    items = [(k, S.rotate(v, theta), t, f) for k, v, t, f in d.items]   # rotate CCW by theta
+    items = [(k, S.rotate(v, theta), t, f) for k, v, t, f in d.items]  # rotate CCW by theta
     d.items = items
     normal = (-math.sin(theta), math.cos(theta))
     mu = float(rng.uniform(0, 2))
     mats = _materials(rng, n)
     vel = [along * rng.uniform(-20, 20) for _ in range(n)]
-    return d, _bodies(d.items, mats, vel), (), (HalfPlane((0.0, 0.0), normal, mu, "slope"),), _params(rng, d, mats)
+    return (
+        d,
+        _bodies(d.items, mats, vel),
+        (),
+        (HalfPlane((0.0, 0.0), normal, mu, "slope"),),
+        _params(rng, d, mats),
+    )
 
 
 def t_thin(rng):
@@ -299,16 +328,28 @@ def t_thin(rng):
     d.row(base_y=top + d.gap_unit * rng.uniform(1, 10), indices=list(range(1, n)))
     mats = _materials(rng, n)
     vel = [np.zeros(2)] + [_speed(rng) * _direction(rng, 1.1 * math.pi, 1.9 * math.pi) for _ in range(n - 1)]
-    return d, _bodies(d.items, mats, vel), (), (HalfPlane((0.0, 0.0), (0.0, 1.0), float(rng.uniform(0, 2)), "ground"),), \
-        _params(rng, d, mats)
+    return (
+        d,
+        _bodies(d.items, mats, vel),
+        (),
+        (HalfPlane((0.0, 0.0), (0.0, 1.0), float(rng.uniform(0, 2)), "ground"),),
+        _params(rng, d, mats),
+    )
 
 
-TEMPLATES = {"drop": t_drop, "collide": t_collide, "paddle": t_paddle, "crush": t_crush,
-             "slope": t_slope, "thin": t_thin}
+TEMPLATES = {
+    "drop": t_drop,
+    "collide": t_collide,
+    "paddle": t_paddle,
+    "crush": t_crush,
+    "slope": t_slope,
+    "thin": t_thin,
+}
 _ORDER = tuple(TEMPLATES)
 
 
 # ----------------------------------------------------------------- assembly
+
 
 def _draw(index, attempt):
     rng = np.random.default_rng([MASTER_SEED, index, attempt])
@@ -319,12 +360,18 @@ def _draw(index, attempt):
     n_verts = sum(len(b.vertices) for b in bodies)
     n_steps = out[5] if len(out) > 5 else _steps(rng, n_verts)
     size = max(float(np.ptp(b.vertices, axis=0).max()) for b in bodies)
-    meta = {"seed": [MASTER_SEED, index, attempt], "attempt": attempt,
-            "shapes": [it[0] for it in d.items], "dhat_over_size": params.dhat / size,
-            "E": sorted({b.material.E for b in bodies}),
-            "mass_ratio": max(b.material.density for b in bodies) / min(b.material.density for b in bodies),
-            "max_speed": max(float(np.linalg.norm(np.atleast_2d(b.velocity), axis=1).max()) for b in bodies),
-            "formulation": params.formulation, "kappa": params.kappa, "dt": params.dt}
+    meta = {
+        "seed": [MASTER_SEED, index, attempt],
+        "attempt": attempt,
+        "shapes": [it[0] for it in d.items],
+        "dhat_over_size": params.dhat / size,
+        "E": sorted({b.material.E for b in bodies}),
+        "mass_ratio": max(b.material.density for b in bodies) / min(b.material.density for b in bodies),
+        "max_speed": max(float(np.linalg.norm(np.atleast_2d(b.velocity), axis=1).max()) for b in bodies),
+        "formulation": params.formulation,
+        "kappa": params.kappa,
+        "dt": params.dt,
+    }
     return StressScene(index, name, scene, n_steps, meta)
 
 
@@ -368,15 +415,18 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.save:
         from solver.scene_io import save_scene
+
         s = make_scene(int(a.save[0]))
         save_scene(s.scene, a.save[1])
         print(f"scene {s.index} ({s.template}, {s.n_steps} steps) -> {a.save[1]}")
         return 0
     for s in corpus(a.count):
         m = s.meta
-        print(f"{s.index:4d} {s.template:8s} verts={s.n_vertices:4d} steps={s.n_steps:3d} "
-              f"dhat/size={m['dhat_over_size']:.1e} E={m['E']} ratio={m['mass_ratio']:g} "
-              f"v={m['max_speed']:.1f} {m['formulation']} kappa={m['kappa']} try={m['attempt']} {m['shapes']}")
+        print(
+            f"{s.index:4d} {s.template:8s} verts={s.n_vertices:4d} steps={s.n_steps:3d} "
+            f"dhat/size={m['dhat_over_size']:.1e} E={m['E']} ratio={m['mass_ratio']:g} "
+            f"v={m['max_speed']:.1f} {m['formulation']} kappa={m['kappa']} try={m['attempt']} {m['shapes']}"
+        )
     return 0
 
 

@@ -16,6 +16,7 @@ wall-clock budget (checked between steps, and by SIGALRM inside a step) is a
 ``hang``.  A scene stops at its first failure.  Non-converged steps are
 counted, not failures.  Exit status 1 if any scene failed.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,14 +37,12 @@ import traceback
 import warnings
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
 from solver import ConvergenceError, Simulation, SolverInputError
 
 from .check import Checker
 from .generate import CORPUS_SIZE, StressScene, make_scene
 
-DEFAULT_BUDGET = 120.0   # seconds of wall clock per scene
+DEFAULT_BUDGET = 120.0  # seconds of wall clock per scene
 # 12 fast scenes (a few seconds each), two per template (drop, collide, paddle, crush, slope,
 # thin), two of them with reported non-converged steps; run by tests/stress/test_stress_subset.py
 SUBSET = (12, 90, 61, 7, 32, 44, 27, 39, 94, 34, 17, 5)
@@ -57,11 +56,11 @@ class Result:
     steps_run: int = 0
     converged: int = 0
     not_converged: int = 0
-    failure: str = ""          # failure kind, "" when clean
-    failed_step: int = -1      # 0 = initial state
+    failure: str = ""  # failure kind, "" when clean
+    failed_step: int = -1  # 0 = initial state
     detail: str = ""
     wall: float = 0.0
-    messages: list = field(default_factory=list)   # distinct non-convergence messages
+    messages: list = field(default_factory=list)  # distinct non-convergence messages
 
 
 class _Timeout(Exception):
@@ -79,7 +78,7 @@ def run_scene(ss: StressScene, budget=DEFAULT_BUDGET, verbose=False, out=sys.std
     use_alarm = hasattr(signal, "SIGALRM")
     if use_alarm:
         old = signal.signal(signal.SIGALRM, _alarm)
-        signal.alarm(int(2 * budget) + 1)   # a single step that never returns
+        signal.alarm(int(2 * budget) + 1)  # a single step that never returns
     try:
         _run(ss, r, budget, t0, verbose, out)
     except _Timeout:
@@ -103,7 +102,7 @@ def _run(ss, r, budget, t0, verbose, out):
         sim = Simulation(scene)
     except SolverInputError as exc:
         return _fail(r, "rejected", 0, f"SolverInputError: {exc}")
-    except Exception as exc:   # noqa: BLE001 -- anything else is a solver bug
+    except Exception as exc:
         return _fail(r, "exception", 0, _exc_text(exc))
     checker = Checker(scene)
     nb, nc = len(scene.bodies), len(scene.colliders)
@@ -119,7 +118,7 @@ def _run(ss, r, budget, t0, verbose, out):
             warnings.simplefilter("always")
             try:
                 stats = sim.step()
-            except ConvergenceError as exc:       # only with strict=True scenes
+            except ConvergenceError as exc:  # only with strict=True scenes
                 stats = exc.stats
                 if not str(exc):
                     return _fail(r, "unreported_nonconvergence", k, "ConvergenceError without a message")
@@ -128,7 +127,7 @@ def _run(ss, r, budget, t0, verbose, out):
                 return _fail(r, "exception", k, f"SolverInputError during a step: {exc}")
             except _Timeout:
                 raise
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 return _fail(r, "exception", k, _exc_text(exc))
         r.steps_run = k
         if stats.converged:
@@ -137,16 +136,24 @@ def _run(ss, r, budget, t0, verbose, out):
             r.not_converged += 1
             warned = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
             if not stats.message or not warned:
-                return _fail(r, "unreported_nonconvergence", k,
-                             f"converged=False with message {stats.message!r}, warnings {warned!r}")
+                return _fail(
+                    r,
+                    "unreported_nonconvergence",
+                    k,
+                    f"converged=False with message {stats.message!r}, warnings {warned!r}",
+                )
             msg = re.sub(r"(?<![A-Za-z])[-+]?\d[\d.]*(e[-+]?\d+)?", "#", stats.message)
             if msg not in r.messages:
                 r.messages.append(msg)
         bad = checker.check(*state())
         if verbose:
-            print(f"  scene {ss.index} step {k}: iters={stats.newton_iters} conv={stats.converged} "
-                  f"dmin={stats.min_distance:.3g} kappa={stats.kappa:.3g} lag={stats.collider_lag:.3g} "
-                  f"t={stats.wall_time:.2f}s {stats.message}", file=out, flush=True)
+            print(
+                f"  scene {ss.index} step {k}: iters={stats.newton_iters} conv={stats.converged} "
+                f"dmin={stats.min_distance:.3g} kappa={stats.kappa:.3g} lag={stats.collider_lag:.3g} "
+                f"t={stats.wall_time:.2f}s {stats.message}",
+                file=out,
+                flush=True,
+            )
         if bad:
             return _fail(r, bad[0].kind, k, "; ".join(v.detail for v in bad))
         if time.perf_counter() - t0 > budget:
@@ -162,9 +169,11 @@ def _exc_text(exc):
 
 # ----------------------------------------------------------------- cases on disk
 
+
 def load_case(path, steps=None):
     """A saved case: scene JSON whose description holds 'steps=N'."""
     from solver.scene_io import load_scene
+
     with open(path, encoding="utf-8") as fh:
         desc = json.load(fh).get("description", "")
     m = re.search(r"steps=(\d+)", desc)
@@ -175,13 +184,17 @@ def load_case(path, steps=None):
 def save_case(ss, path, note=""):
     """Write a StressScene as scene JSON; the description records seed and steps."""
     from solver.scene_io import dumps_scene, scene_to_dict
+
     d = scene_to_dict(ss.scene)
-    d["description"] = f"stress scene {ss.index} ({ss.template}) seed={ss.meta.get('seed')} steps={ss.n_steps} {note}".strip()
+    d["description"] = (
+        f"stress scene {ss.index} ({ss.template}) seed={ss.meta.get('seed')} steps={ss.n_steps} {note}".strip()
+    )
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(dumps_scene(d))
 
 
 # ----------------------------------------------------------------- driver
+
 
 def _worker(args):
     index, budget, verbose, linear_solver = args
@@ -190,11 +203,14 @@ def _worker(args):
     else:
         try:
             ss = make_scene(index)
-        except Exception as exc:  # noqa: BLE001 -- generator failure: report, don't crash the run
+        except Exception as exc:
             return Result(index, "?", 0, failure="generator", detail=_exc_text(exc))
     if linear_solver is not None:
         from dataclasses import replace
-        ss = replace(ss, scene=replace(ss.scene, params=replace(ss.scene.params, linear_solver=linear_solver)))
+
+        ss = replace(
+            ss, scene=replace(ss.scene, params=replace(ss.scene.params, linear_solver=linear_solver))
+        )
     return run_scene(ss, budget, verbose)
 
 
@@ -205,6 +221,7 @@ def run_many(items, jobs=1, budget=DEFAULT_BUDGET, verbose=False, progress=None,
     results = []
     if jobs > 1:
         import multiprocessing as mp
+
         with mp.get_context("fork").Pool(jobs, maxtasksperchild=20) as pool:
             for r in pool.imap_unordered(_worker, tasks):
                 results.append(r)
@@ -244,7 +261,9 @@ def summarize(results, wall):
         lines.append(f"  non-convergence message ({c} scenes): {m}")
     for r in results:
         if r.failure:
-            lines.append(f"  FAIL scene {r.index} ({r.template}) {r.failure} at step {r.failed_step}: {r.detail}")
+            lines.append(
+                f"  FAIL scene {r.index} ({r.template}) {r.failure} at step {r.failed_step}: {r.detail}"
+            )
     return "\n".join(lines), kinds
 
 
@@ -271,17 +290,30 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="wall-clock seconds per scene")
     ap.add_argument("--json", help="write per-scene results to this file")
     ap.add_argument("--save-failures", metavar="DIR", help="write each failing generated scene as JSON here")
-    ap.add_argument("--linear-solver", choices=("auto", "scipy", "numpy"),
-                    help="override the scenes' linear solver ('numpy' = stock Blender without scipy)")
+    ap.add_argument(
+        "--linear-solver",
+        choices=("auto", "scipy", "numpy"),
+        help="override the scenes' linear solver ('numpy' = stock Blender without scipy)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per step")
     a = ap.parse_args(argv)
-    items = (list(range(a.count)) if a.all else list(SUBSET) if a.subset
-             else _parse_scenes(a.scenes) if a.scenes else list(a.case))
+    items = (
+        list(range(a.count))
+        if a.all
+        else list(SUBSET)
+        if a.subset
+        else _parse_scenes(a.scenes)
+        if a.scenes
+        else list(a.case)
+    )
 
     def progress(r):
         status = f"FAIL {r.failure} at step {r.failed_step}: {r.detail}" if r.failure else "ok"
-        print(f"scene {r.index} ({r.template}): {r.steps_run}/{r.n_steps} steps, "
-              f"{r.not_converged} not converged, {r.wall:.1f} s  {status}", flush=True)
+        print(
+            f"scene {r.index} ({r.template}): {r.steps_run}/{r.n_steps} steps, "
+            f"{r.not_converged} not converged, {r.wall:.1f} s  {status}",
+            flush=True,
+        )
 
     t0 = time.perf_counter()
     results = run_many(items, a.jobs, a.budget, a.verbose, progress, a.linear_solver)
@@ -294,8 +326,11 @@ def main(argv=None):
         os.makedirs(a.save_failures, exist_ok=True)
         for r in results:
             if r.failure and isinstance(r.index, int):
-                save_case(make_scene(r.index), os.path.join(a.save_failures, f"scene_{r.index}.json"),
-                          f"fails: {r.failure} at step {r.failed_step}")
+                save_case(
+                    make_scene(r.index),
+                    os.path.join(a.save_failures, f"scene_{r.index}.json"),
+                    f"fails: {r.failure} at step {r.failed_step}",
+                )
     return 1 if kinds else 0
 
 

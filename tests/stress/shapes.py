@@ -4,6 +4,7 @@ Each builder returns ``(vertices (n,2), triangles (m,3), feature)`` centred
 near the origin, where ``feature`` is the smallest material thickness or gap
 of the shape (dhat must stay well below it for the shape to be valid).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,7 +33,7 @@ def ear_clip(poly):
             i0, i1, i2 = idx[k - 1], idx[k], idx[(k + 1) % n]
             a, b, c = poly[i0], poly[i1], poly[i2]
             if _orient(a, b, c) <= 0:
-                continue    # reflex or flat corner: not an ear
+                continue  # reflex or flat corner: not an ear
             ok = True
             for j in idx:
                 if j in (i0, i1, i2):
@@ -139,9 +140,10 @@ def _check_mask(mask):
     ny, nx = mask.shape
     for j in range(ny - 1):
         for i in range(nx - 1):
-            q = mask[j:j + 2, i:i + 2]
-            if (q[0, 0] and q[1, 1] and not q[0, 1] and not q[1, 0]) or \
-               (q[0, 1] and q[1, 0] and not q[0, 0] and not q[1, 1]):
+            q = mask[j : j + 2, i : i + 2]
+            if (q[0, 0] and q[1, 1] and not q[0, 1] and not q[1, 0]) or (
+                q[0, 1] and q[1, 0] and not q[0, 0] and not q[1, 1]
+            ):
                 raise ValueError("grid_union: diagonal-only contact in mask")
 
 
@@ -197,7 +199,7 @@ def annulus(r_out, r_in, n_theta, n_r):
     for layer in range(n_r):
         a = layer * n_theta + np.arange(n_theta)
         b = layer * n_theta + (np.arange(n_theta) + 1) % n_theta
-        c, d = a + n_theta, b + n_theta       # outer ring
+        c, d = a + n_theta, b + n_theta  # outer ring
         tris += [np.stack([a, b, d], 1), np.stack([a, d, c], 1)]
     feature = min(r_out - r_in, 2 * r_in)
     return verts, np.concatenate(tris).astype(np.int64), float(feature)

@@ -1,4 +1,5 @@
 """The independent checker must actually catch every violation kind (and only those)."""
+
 from fractions import Fraction
 
 import numpy as np
@@ -6,7 +7,6 @@ import pytest
 
 from solver import Body, Collider, HalfPlane, Scene
 from solver.examples import square_mesh
-
 from tests.stress.check import Checker, min_separation, orient, plane_side, segments_intersect
 
 
@@ -26,19 +26,19 @@ def test_orient_is_exact_near_degenerate():
             a.append(p), b.append(q), c.append(r), want.append(_exact(p, q, r))
     got = orient(np.array(a), np.array(b), np.array(c))
     assert got.tolist() == want
-    assert 0 in want and 1 in want and -1 in want     # all three signs exercised
+    assert 0 in want and 1 in want and -1 in want  # all three signs exercised
 
 
 def test_segments():
     P = np.array
     cases = [  # p0, p1, q0, q1, expected
-        ((0, 0), (2, 2), (0, 2), (2, 0), True),     # proper crossing
-        ((0, 0), (1, 0), (1, 0), (2, 5), True),     # shared endpoint position
-        ((0, 0), (2, 0), (1, 0), (1, 3), True),     # T touch
-        ((0, 0), (2, 0), (1, 0), (3, 0), True),     # collinear overlap
-        ((0, 0), (1, 0), (2, 0), (3, 0), False),    # collinear apart
-        ((0, 0), (1, 0), (0, 1e-300), (1, 1e-300), False),   # parallel, tiny gap
-        ((0, 0), (1, 1), (0, 1), (0.4999, 0.5001), False),    # near miss
+        ((0, 0), (2, 2), (0, 2), (2, 0), True),  # proper crossing
+        ((0, 0), (1, 0), (1, 0), (2, 5), True),  # shared endpoint position
+        ((0, 0), (2, 0), (1, 0), (1, 3), True),  # T touch
+        ((0, 0), (2, 0), (1, 0), (3, 0), True),  # collinear overlap
+        ((0, 0), (1, 0), (2, 0), (3, 0), False),  # collinear apart
+        ((0, 0), (1, 0), (0, 1e-300), (1, 1e-300), False),  # parallel, tiny gap
+        ((0, 0), (1, 1), (0, 1), (0.4999, 0.5001), False),  # near miss
     ]
     got = segments_intersect(*(P([c[k] for c in cases], float) for k in range(4)))
     assert got.tolist() == [c[4] for c in cases]
@@ -47,7 +47,7 @@ def test_segments():
 def test_plane_side_exact():
     x = np.array([[0.1, 0.3], [0.1, 0.3 - 1e-17], [0.0, 0.30000000000000004]])
     s = plane_side(x, (0.0, 0.3), (0.0, 1.0))
-    assert s.tolist() == [0, 0, 1]   # 0.3 - 1e-17 rounds to 0.3: exactly on the plane
+    assert s.tolist() == [0, 0, 1]  # 0.3 - 1e-17 rounds to 0.3: exactly on the plane
 
 
 def _scene(colliders=(), planes=()):
@@ -67,19 +67,19 @@ def test_checker_catches_each_kind():
     xa, xb = sc.bodies[0].vertices, sc.bodies[1].vertices
     xw = wall.vertices
     assert _kinds(ck, xa, xb, [xw]) == []
-    assert _kinds(ck, xa, xb - [1.5, 0.0], [xw]) == ["crossing", "inside"]          # overlap
-    assert _kinds(ck, xa, xb - [1.0, 0.0], [xw]) == ["crossing", "inside"]          # exact touch
+    assert _kinds(ck, xa, xb - [1.5, 0.0], [xw]) == ["crossing", "inside"]  # overlap
+    assert _kinds(ck, xa, xb - [1.0, 0.0], [xw]) == ["crossing", "inside"]  # exact touch
     small = (xb - [2.0, 0.0]) * 0.1
-    assert _kinds(ck, xa, small, [xw]) == ["inside"]                               # tunnelled in
+    assert _kinds(ck, xa, small, [xw]) == ["inside"]  # tunnelled in
     flipped = xa.copy()
-    flipped[4] = [0.9, 0.9]                                                        # centre pulled past a corner
+    flipped[4] = [0.9, 0.9]  # centre pulled past a corner
     assert "inverted" in _kinds(ck, flipped, xb, [xw])
     nan = xa.copy()
     nan[3, 0] = np.nan
     assert _kinds(ck, nan, xb, [xw]) == ["nonfinite"]
     assert _kinds(ck, xa - [0.0, 0.5], xb, [xw]) == ["half_plane"]
-    assert _kinds(ck, xa - [0.0, 0.5 - 1e-12], xb, [xw]) == []                     # just above
-    assert _kinds(ck, xa, xb, [xw - [1.5, 0.0]]) == ["crossing"]                   # collider through b
+    assert _kinds(ck, xa - [0.0, 0.5 - 1e-12], xb, [xw]) == []  # just above
+    assert _kinds(ck, xa, xb, [xw - [1.5, 0.0]]) == ["crossing"]  # collider through b
     assert _kinds(ck, xa, xb, [(xw - [4.0, 0.0]) * 0.1 + [2.0, 0.0]]) == ["inside"]  # collider inside b
 
 
@@ -89,7 +89,7 @@ def test_checker_self_crossing_and_fold():
     ck = Checker(sc)
     assert ck.check([v]) == []
     folded = v.copy()
-    folded[0] = v[2] + [0.1, 0.0]      # bottom-left corner dragged past the bottom-right one
+    folded[0] = v[2] + [0.1, 0.0]  # bottom-left corner dragged past the bottom-right one
     assert {x.kind for x in ck.check([folded])} >= {"crossing"}
 
 
