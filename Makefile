@@ -3,10 +3,11 @@
 #   make demo    set up .venv (bpy 5.0.1 wheel), build the add-on zip, bake the compressing-squares
 #                scene through the add-on, write out/compressing_squares.blend, out/filmstrip.png,
 #                out/summary.txt
-#   make test    set up .venv-np2 / .venv / Debian blender as needed and run every test leg
-#                (see scripts/run_tests.sh); `make test LEGS="solver-np2"` runs a subset
+#   make test    set up .venv-np2 / .venv / Debian blender as needed and run every test leg, lint
+#                first (see scripts/run_tests.sh); `make test LEGS="solver-np2"` runs a subset
+#   make lint    ruff check + ruff format --check (ruff pinned in pyproject.toml, from .venv-np2)
 #
-# Both are idempotent: a second run reuses the virtual environments.
+# All are idempotent: a second run reuses the virtual environments.
 
 SHELL := /bin/bash
 # One BLAS thread: the solver's many small dense solves get slower, not faster, with
@@ -16,16 +17,20 @@ PYTHON ?= python3
 N_SEG ?= 8
 LEGS ?=
 
-.PHONY: help demo test setup setup-np2 setup-bpy setup-blender addon screenshots docs-images clean distclean
+.PHONY: help demo test lint setup setup-np2 setup-bpy setup-blender addon screenshots docs-images clean distclean
 
 help:
-	@sed -n '3,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,10p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: setup-bpy addon
 	.venv/bin/python -u scripts/demo.py --n-seg $(N_SEG)
 
 test:
 	scripts/run_tests.sh $(LEGS)
+
+# Both commands run even when the first fails; either failing fails the target.
+lint: setup-np2
+	rc=0; .venv-np2/bin/ruff check . || rc=1; .venv-np2/bin/ruff format --check . || rc=1; exit $$rc
 
 setup: setup-np2 setup-bpy setup-blender
 

@@ -48,7 +48,7 @@ def _manifest_with_wheels(wheels) -> str:
     return text + f"\nwheels = [\n{listed},\n]\n"
 
 
-def build(out_dir: Path = ROOT / "dist", wheels_dir: Path = None) -> Path:
+def build(out_dir: Path = ROOT / "dist", wheels_dir: Path | None = None) -> Path:
     version = read_version()
     if (ROOT / PACKAGE / "solver").exists():
         raise SystemExit(

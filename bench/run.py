@@ -76,9 +76,16 @@ ALIASES = {"S3": ("S3-32", "S3-64")}
 # ~85% of the box (y ~ 1.36); at 1 m/s it arrives after ~1.3 s, when the pile has
 # landed, and then holds it compressed.  (pile()'s default 0.25 m/s would still
 # be 0.8 m above the settled pile at 2 s: nothing would be compressed.)
-PILE_ARGS = dict(
-    n_shapes=100, n_columns=10, shape="mixed", n_seg=8, n_rings=4, n_boundary=32, ceiling_speed=1.0, seed=0
-)
+PILE_ARGS = {
+    "n_shapes": 100,
+    "n_columns": 10,
+    "shape": "mixed",
+    "n_seg": 8,
+    "n_rings": 4,
+    "n_boundary": 32,
+    "ceiling_speed": 1.0,
+    "seed": 0,
+}
 
 
 def build_scene(name):
@@ -165,38 +172,38 @@ def run_scene(name, steps, progress=True, use_tracemalloc=False, linear_solver="
     stages = sim.timers.report(wall)
     solves = int(sim.timers.calls.get("linear_solve", 0))
     non_solve = wall - stages["linear_solve"]
-    return dict(
-        scene=name if linear_solver == "auto" else f"{name} ({linear_solver})",
-        what=SCENES[name].what,
-        vertices=int(sim.model.n),
-        body_vertices=n_body,
-        triangles=n_tris,
-        steps=steps,
-        wall_s=wall,
-        cpu_s=cpu,
-        s_per_step=wall / steps,
-        newton_mean=statistics.fmean(iters),
-        newton_median=statistics.median(iters),
-        newton_max=max(iters),
-        newton_total=sum(iters),
-        linear_solves=solves,
+    return {
+        "scene": name if linear_solver == "auto" else f"{name} ({linear_solver})",
+        "what": SCENES[name].what,
+        "vertices": int(sim.model.n),
+        "body_vertices": n_body,
+        "triangles": n_tris,
+        "steps": steps,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "s_per_step": wall / steps,
+        "newton_mean": statistics.fmean(iters),
+        "newton_median": statistics.median(iters),
+        "newton_max": max(iters),
+        "newton_total": sum(iters),
+        "linear_solves": solves,
         # per assembled-and-solved Newton system (a step with 0 iterations still
         # assembles and solves once to find it is converged)
-        nonsolve_ms_per_iter=1e3 * non_solve / max(solves, 1),
-        solve_ms_per_iter=1e3 * stages["linear_solve"] / max(solves, 1),
-        nonsolve_over_solve=non_solve / stages["linear_solve"] if stages["linear_solve"] > 0 else None,
-        stages_s=stages,
-        peak_rss_delta_mib=_maxrss_mib() - rss0,
-        peak_rss_mib=_maxrss_mib(),
-        tracemalloc_peak_mib=tm_peak,
-        converged_steps=sum(s.converged for s in stats),
-        all_converged=all(s.converged for s in stats),
-        first_failure=next((f"step {s.step}: {s.message}" for s in stats if not s.converged), None),
-        max_active_contacts=max(s.active_contacts for s in stats),
-        min_distance=min(s.min_distance for s in stats),
-        loadavg_before=load0,
-        loadavg_after=os.getloadavg(),
-    )
+        "nonsolve_ms_per_iter": 1e3 * non_solve / max(solves, 1),
+        "solve_ms_per_iter": 1e3 * stages["linear_solve"] / max(solves, 1),
+        "nonsolve_over_solve": non_solve / stages["linear_solve"] if stages["linear_solve"] > 0 else None,
+        "stages_s": stages,
+        "peak_rss_delta_mib": _maxrss_mib() - rss0,
+        "peak_rss_mib": _maxrss_mib(),
+        "tracemalloc_peak_mib": tm_peak,
+        "converged_steps": sum(s.converged for s in stats),
+        "all_converged": all(s.converged for s in stats),
+        "first_failure": next((f"step {s.step}: {s.message}" for s in stats if not s.converged), None),
+        "max_active_contacts": max(s.active_contacts for s in stats),
+        "min_distance": min(s.min_distance for s in stats),
+        "loadavg_before": load0,
+        "loadavg_after": os.getloadavg(),
+    }
 
 
 def run_in_child(name, steps, progress, use_tracemalloc, linear_solver="auto"):
@@ -321,7 +328,7 @@ def report(results, tracemalloc_used=False):
         f"\n(solves = Newton systems assembled and solved; per-iteration costs are per solve; peak = {mem})\n"
     )
     print("## Stage breakdown (wall seconds, % of the scene's total)\n")
-    print(markdown(("scene",) + tuple(label for _, label in STAGES), [stage_row(r) for r in results]))
+    print(markdown(("scene", *(label for _, label in STAGES)), [stage_row(r) for r in results]))
     lines = scaling_lines(results)
     if lines:
         print("\n## Targets\n")

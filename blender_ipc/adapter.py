@@ -614,7 +614,7 @@ class BakeJob:
             return False
         plane = self.scene.ipc.plane
         n = self.frames_done
-        for j, (obj, body) in enumerate(zip(self.body_objs, self.inputs)):
+        for j, (obj, body) in enumerate(zip(self.body_objs, self.inputs, strict=True)):
             positions = np.stack([f[j] for f in self.frames])
             local = to_local_frames(body, positions, self.frame_mats[:n, j], plane)
             write_bake(obj, local, self.frame_start)

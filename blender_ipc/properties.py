@@ -32,29 +32,40 @@ _PRESET_ITEMS = [
     ("CUSTOM", "Custom", "Values edited by hand"),
 ]
 _MATERIAL_FIELDS = ("youngs_modulus", "poisson_ratio", "density", "friction")
-_applying_preset = False  # guards the preset <-> value update callbacks against recursion
+
+
+class _Flag:
+    """A flag that is set inside ``with flag:`` (also when the block raises)."""
+
+    def __init__(self):
+        self.active = False
+
+    def __enter__(self):
+        self.active = True
+
+    def __exit__(self, *_exc):
+        self.active = False
+
+
+_applying_preset = _Flag()  # guards the preset <-> value update callbacks against recursion
 
 
 def _preset_update(self, _context):
-    global _applying_preset
     values = MATERIAL_PRESETS.get(self.material_preset)
     if values is None:
         return
-    _applying_preset = True
-    try:
-        for name, value in zip(_MATERIAL_FIELDS, values):
+    with _applying_preset:
+        for name, value in zip(_MATERIAL_FIELDS, values, strict=True):
             setattr(self, name, value)
-    finally:
-        _applying_preset = False
 
 
 def _value_update(self, _context):
     # Editing a value by hand turns the preset label into "Custom" unless it still matches.
-    if _applying_preset or self.material_preset == "CUSTOM":
+    if _applying_preset.active or self.material_preset == "CUSTOM":
         return
     values = MATERIAL_PRESETS[self.material_preset]
     current = tuple(getattr(self, name) for name in _MATERIAL_FIELDS)
-    if any(abs(a - b) > 1e-6 * max(abs(b), 1.0) for a, b in zip(current, values)):
+    if any(abs(a - b) > 1e-6 * max(abs(b), 1.0) for a, b in zip(current, values, strict=True)):
         self.material_preset = "CUSTOM"  # its update callback ignores CUSTOM
 
 

@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import glob
 import inspect
+import itertools
 import os
 import shutil
 import sys
@@ -142,7 +143,7 @@ def total_rotation_deg(frames: np.ndarray) -> float:
     """Accumulated rotation over a frame sequence (n_frames, n, 2): the sum of the
     frame-to-frame best-fit rotations, so a square that rolls 270 degrees reads
     +270, not -90."""
-    return float(sum(rotation_deg(a, b) for a, b in zip(frames[:-1], frames[1:])))
+    return float(sum(rotation_deg(a, b) for a, b in itertools.pairwise(frames)))
 
 
 def build_scene(addon, bpy, n_seg: int, n_frames: int | None):
@@ -191,7 +192,7 @@ def main(argv=None) -> int:
 
 
 def run(bpy, addon, args, out_dir, t_total) -> int:
-    top, bottom, ceiling = build_scene(addon, bpy, args.n_seg, args.frames)
+    top, bottom, _ceiling = build_scene(addon, bpy, args.n_seg, args.frames)
     scene = bpy.context.scene
     bodies = [top, bottom]
     n_frames = scene.frame_end - scene.frame_start + 1
@@ -260,7 +261,8 @@ def run(bpy, addon, args, out_dir, t_total) -> int:
         f"{steps} time steps of {h:.4g} s",
         f"bake wall time       {s.stat_wall_time:.1f} s (operator call {bake_wall:.1f} s, "
         f"{bake_wall / max(steps, 1) * 1000:.0f} ms per step)",
-        f"Newton iterations    {s.stat_newton_iters} total, {s.stat_newton_iters / max(steps, 1):.2f} per step",
+        f"Newton iterations    {s.stat_newton_iters} total, "
+        f"{s.stat_newton_iters / max(steps, 1):.2f} per step",
         f"smallest gap         {gap:.3e} m" if gap >= 0 else "smallest gap         no contact within d-hat",
     ]
     for name in sorted(rot):

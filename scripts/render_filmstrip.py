@@ -281,7 +281,7 @@ def filmstrip(
     label_h = 18
     cell_h, cell_w = h + label_h, w + gap
     out = np.full((rows * cell_h, columns * cell_w - gap, 3), 255, np.uint8)
-    for k, (im, text) in enumerate(zip(images, labels)):
+    for k, (im, text) in enumerate(zip(images, labels, strict=True)):
         y, x = (k // columns) * cell_h, (k % columns) * cell_w
         out[y : y + h, x : x + w] = im
         draw_text(out, text, x + 4, y + h + 4)
@@ -305,7 +305,7 @@ def baked_frame_range(scene) -> tuple[int, int]:
 
 
 def pick_frames(first: int, last: int, count: int) -> list[int]:
-    return sorted({int(round(f)) for f in np.linspace(first, last, count)})
+    return sorted({round(f) for f in np.linspace(first, last, count)})
 
 
 def evaluated_geometry(context, obj, axes):
@@ -372,7 +372,7 @@ def draw_frames(context, frames, box, width=320):
     axes = plane_axes(scene)
     xmin, xmax, ymin, ymax = box
     scale = width / (xmax - xmin)
-    height = int(round((ymax - ymin) * scale))
+    height = round((ymax - ymin) * scale)
     bodies, others = scene_objects(scene)
 
     def to_px(p):
@@ -425,7 +425,7 @@ def setup_workbench(context, box, width=320):
     scene.camera = cam
     scene.render.engine = "BLENDER_WORKBENCH"
     scene.render.resolution_x = width
-    scene.render.resolution_y = int(round(width * (ymax - ymin) / (xmax - xmin)))
+    scene.render.resolution_y = round(width * (ymax - ymin) / (xmax - xmin))
     if scene.render.resolution_y > scene.render.resolution_x:
         cam_data.sensor_fit = "VERTICAL"
     scene.render.resolution_percentage = 100
@@ -514,14 +514,12 @@ def make_pictures(
     log(f"[picture] {out_png}: frames {strip_frames} ({used})")
     if out_gif and gif_frames:
         gif_images = draw_frames(context, gif_frames, box, width)
-        for f, im in zip(gif_frames, gif_images):
+        for f, im in zip(gif_frames, gif_images, strict=True):
             draw_text(im, label(f), 4, 4)
         write_gif(
             out_gif,
             gif_images,
-            delay_cs=max(2, int(round(100 * (gif_frames[1] - gif_frames[0]) / fps)))
-            if len(gif_frames) > 1
-            else 4,
+            delay_cs=max(2, round(100 * (gif_frames[1] - gif_frames[0]) / fps)) if len(gif_frames) > 1 else 4,
         )
         log(f"[picture] {out_gif}: {len(gif_frames)} frames (drawn from the shape keys)")
     scene.frame_set(frame_before)

@@ -5,6 +5,8 @@
 #   scripts/run_tests.sh LEG...       only these legs (for development; the summary says so)
 #
 # Legs:
+#   lint            ruff check + ruff format --check with the pinned ruff (.venv-np2); any finding
+#                   or file to reformat fails it (`make lint` runs the same two commands)
 #   solver-np2      tests/solver + tests/stress + tests/bench with pytest, numpy 2.x   (.venv-np2)
 #   solver-np1      tests/solver + tests/stress + tests/bench with pytest, numpy 1.x   (.venv, the bpy venv)
 #   addon-bpy       tests/addon with pytest under the bpy 5.0.1 wheel (.venv)
@@ -21,7 +23,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-ALL_LEGS=(solver-np2 solver-np1 addon-bpy addon-debian gui)
+ALL_LEGS=(lint solver-np2 solver-np1 addon-bpy addon-debian gui)
 LEG_TIMEOUT="${LEG_TIMEOUT:-900}"
 ALLOW_SKIPS="${ALLOW_SKIPS:-0}"
 RESULTS=out/test-results
@@ -73,8 +75,9 @@ run_step() {
         *) status=FAIL; detail="exit $rc" ;;
     esac
     if [[ "$junit" == - ]]; then
-        # Runners without JUnit output (the Blender leg) end with "N passed, M failed".
-        local tally; tally="$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 || true)"
+        # Runners without JUnit output end with a tally line: "N passed, M failed" (the Blender
+        # leg) or "ruff: ..." (the lint leg).
+        local tally; tally="$(grep -E '^([0-9]+ passed, [0-9]+ failed|ruff: )' "$log" | tail -n 1 || true)"
         [[ -z "$tally" ]] || detail="$tally; $detail"
     else
         local counts; counts="$(junit_counts "$junit")"
@@ -115,11 +118,36 @@ pytest_leg() {      # pytest_leg NAME VENV MAIN_TESTDIR [EXTRA_TESTDIR...] (extr
     run_step "$name" "$junit" "$venv/bin/python" -m pytest "${dirs[@]}" --junitxml="$junit" ${PYTEST_ARGS:-}
 }
 
+# The lint leg's command (exported, run as `bash -c lint_run` under run_step's timeout): both ruff
+# commands run, either failing fails the leg, and a last "ruff: ..." line gives the summary its tally.
+lint_run() {
+    local out check_rc format_rc findings reformat
+    out="$(.venv-np2/bin/ruff check . 2>&1)"; check_rc=$?
+    printf '%s\n' "$out"
+    findings="$(sed -nE 's/^Found ([0-9]+) errors?\.$/\1/p' <<<"$out" | tail -n 1)"
+    out="$(.venv-np2/bin/ruff format --check . 2>&1)"; format_rc=$?
+    printf '%s\n' "$out"
+    reformat="$(sed -nE 's/^([0-9]+) files? would be reformatted.*/\1/p' <<<"$out" | tail -n 1)"
+    if [[ $check_rc -eq 0 && $format_rc -eq 0 ]]; then
+        echo "ruff: clean (no findings, no file to reformat)"
+        return 0
+    fi
+    if [[ $check_rc -ne 0 && -z "$findings" ]]; then findings="? (ruff check exit $check_rc)"; fi
+    if [[ $format_rc -ne 0 && -z "$reformat" ]]; then reformat="? (ruff format exit $format_rc)"; fi
+    echo "ruff: ${findings:-0} finding(s) of ruff check, ${reformat:-0} file(s) to reformat"
+    return 1
+}
+export -f lint_run
+
 T_START=$SECONDS
-wants solver-np2 && setup_step np2 np2
+if wants lint || wants solver-np2; then setup_step np2 np2; fi
 if wants solver-np1 || wants addon-bpy; then setup_step bpy bpy; fi
 if wants addon-debian || wants gui; then setup_step blender blender; fi
 
+if wants lint; then
+    if [[ -n "${READY[np2]:-}" ]]; then run_step lint - bash -c lint_run
+    else not_run lint "setup-np2 failed"; fi
+fi
 if wants solver-np2; then
     if [[ -n "${READY[np2]:-}" ]]; then pytest_leg solver-np2 .venv-np2 "${SOLVER_DIRS[@]}"
     else not_run solver-np2 "setup-np2 failed"; fi

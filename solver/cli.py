@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
+import itertools
 import json
 import math
 import os
@@ -67,7 +68,9 @@ def trajectory_arrays(scene, traj):
     def shifted(index_arrays, offsets, width):
         if not index_arrays:
             return np.zeros((0, width), np.int64)
-        return np.concatenate([np.asarray(a, np.int64) + o for a, o in zip(index_arrays, offsets)])
+        return np.concatenate(
+            [np.asarray(a, np.int64) + o for a, o in zip(index_arrays, offsets, strict=True)]
+        )
 
     out = {
         "format": np.array(TRAJECTORY_FORMAT),
@@ -113,9 +116,9 @@ def read_trajectory(path):
     if str(out.get("format")) != TRAJECTORY_FORMAT:
         raise SolverInputError(f"{path}: not a {TRAJECTORY_FORMAT} file")
     off = out["body_offsets"]
-    out["body_positions"] = [out["positions"][:, a:b] for a, b in zip(off[:-1], off[1:])]
+    out["body_positions"] = [out["positions"][:, a:b] for a, b in itertools.pairwise(off)]
     off = out["collider_offsets"]
-    out["collider_positions_list"] = [out["collider_positions"][:, a:b] for a, b in zip(off[:-1], off[1:])]
+    out["collider_positions_list"] = [out["collider_positions"][:, a:b] for a, b in itertools.pairwise(off)]
     return out
 
 
@@ -127,7 +130,7 @@ def read_trajectory(path):
 def _fmt_seconds(sec):
     if not math.isfinite(sec):
         return "?"
-    sec = int(round(sec))
+    sec = round(sec)
     h, rem = divmod(sec, 3600)
     m, s = divmod(rem, 60)
     return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")

@@ -7,6 +7,7 @@ maps a CLI name (``python -m solver example NAME``) to a factory returning a
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -78,7 +79,7 @@ def disc_mesh(radius, n_rings, center=(0.0, 0.0), n_boundary=None):
     f, c, _ = starts[0]
     ring = f + np.arange(c)
     tris.append(np.stack([np.zeros(c, int), ring, np.roll(ring, -1)], 1))
-    for (fa, a, pa), (fb, b, pb) in zip(starts[:-1], starts[1:]):
+    for (fa, a, pa), (fb, b, pb) in itertools.pairwise(starts):
         tris.append(_stitch_rings(fa, a, pa, fb, b, pb))
     verts = np.concatenate(pts) + np.asarray(center, float)
     return verts, np.concatenate(tris).astype(np.int64)

@@ -164,7 +164,6 @@ def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None)
     matrix is not positive definite.  ordering: a BandOrdering reused
     between calls.
     """
-    n = len(rhs)
     if method == "auto":
         method = "scipy" if HAVE_SCIPY else "numpy"
     if method == "scipy":
@@ -238,9 +237,7 @@ def _superlu(rows, cols, vals, rhs, require_pd=False):
     if not require_pd:
         return _spla.spsolve(A, rhs, permc_spec="MMD_AT_PLUS_A")
     try:
-        lu = _spla.splu(
-            A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True)
-        )
+        lu = _spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
     except RuntimeError:  # exactly singular pivot
         raise NotPositiveDefinite("sparse LU met a zero pivot") from None
     if not (np.array_equal(lu.perm_r, lu.perm_c) and np.all(lu.U.diagonal() > 0.0)):

@@ -72,9 +72,10 @@ def checked_body_mesh(name, vertices, triangles):
         raise SolverInputError(f"body '{name}': triangles are not an integer array") from None
     if t.ndim != 2 or t.shape[1] != 3 or len(t) == 0:
         raise SolverInputError(f"body '{name}': triangles must have shape (m, 3) with m >= 1, got {t.shape}")
-    if not np.issubdtype(t.dtype, np.integer):
-        if not np.all(np.isfinite(t.astype(float))) or np.any(t != np.round(t)):
-            raise SolverInputError(f"body '{name}': triangle indices must be integers")
+    if not np.issubdtype(t.dtype, np.integer) and (
+        not np.all(np.isfinite(t.astype(float))) or np.any(t != np.round(t))
+    ):
+        raise SolverInputError(f"body '{name}': triangle indices must be integers")
     t = t.astype(np.intp)
     if t.min() < 0 or t.max() >= len(v):
         raise SolverInputError(f"body '{name}': triangle index out of range [0, {len(v) - 1}]")

@@ -129,7 +129,7 @@ def build_model(scene):
     body_slices, collider_slices, kin, names = [], [], [], []
     edges_body = []
     offset = 0
-    for bi, (body, (v, t)) in enumerate(zip(scene.bodies, meshes)):
+    for bi, (body, (v, t)) in enumerate(zip(scene.bodies, meshes, strict=True)):
         n = len(v)
         mat = body.material
         rest.append(v)
@@ -224,7 +224,7 @@ def _boundary_loops(x, edges, n):
     scene, so a plain walk is fine."""
     loop = np.full(n, -1, np.intp)
     arclen = np.zeros(n)
-    nxt = dict(zip(edges[:, 0].tolist(), edges[:, 1].tolist()))
+    nxt = dict(zip(edges[:, 0].tolist(), edges[:, 1].tolist(), strict=True))
     lengths = []
     for start in edges[:, 0].tolist():
         if loop[start] >= 0:

@@ -108,7 +108,7 @@ class IncrementalPotential:
             self._barrier_terms(T, x, cs, project)
         with tm("friction"):
             disp = x - c.x_prev
-            for fs, mm in zip((c.pair_friction, c.plane_friction), majorize):
+            for fs, mm in zip((c.pair_friction, c.plane_friction), majorize, strict=True):
                 if len(fs):
                     g, H = friction.gradient_hessian(fs, disp, c.eps, project, mm)
                     T.add_gradient_at(fs.dofs.ravel(), h2 * g)

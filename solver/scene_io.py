@@ -181,7 +181,7 @@ def _array_from_numpy(value, path, shape, integer):
         _fail(path, f"expected an array of {'integers' if integer else 'numbers'}, got dtype {value.dtype}")
     if value.ndim != len(shape):
         _fail(path, f"expected a {len(shape)}-dimensional array, got shape {value.shape}")
-    for axis, (want, got) in enumerate(zip(shape, value.shape)):
+    for axis, (want, got) in enumerate(zip(shape, value.shape, strict=True)):
         if want is not None and want != got:
             _fail(path, f"expected length {want} along axis {axis}, got shape {value.shape}")
     arr = value.astype(np.int64 if integer else np.float64, copy=True)

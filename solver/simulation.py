@@ -171,18 +171,18 @@ class Simulation:
             if self.kappa_auto and not self.kappa_balanced:
                 self.kappa_balanced = self._balance_kappa(x_prev, x_tilde, fric_cs)
                 fric_cs = self._contact_set(x_prev, x_prev)
-            consts = dict(
-                h=h,
-                dhat=p.dhat,
-                kappa=self.kappa,
-                eps=p.eps_v * h,
-                x_tilde=x_tilde,
-                x_prev=x_prev,
-                target=target,
-                pen_mass=pen_mass,
-                pair_friction=pair_friction(m, fric_cs, x_prev, p.dhat),
-                plane_friction=plane_friction(m, x_prev, self.kappa, p.dhat),
-            )
+            consts = {
+                "h": h,
+                "dhat": p.dhat,
+                "kappa": self.kappa,
+                "eps": p.eps_v * h,
+                "x_tilde": x_tilde,
+                "x_prev": x_prev,
+                "target": target,
+                "pen_mass": pen_mass,
+                "pair_friction": pair_friction(m, fric_cs, x_prev, p.dhat),
+                "plane_friction": plane_friction(m, x_prev, self.kappa, p.dhat),
+            }
             x, pending = self._snap(x_prev, target, range(len(m.kin_groups)))
             k_pen = PENALTY_START
             fixed, penalized = self._kinematic_masks(pending)
@@ -367,7 +367,7 @@ class Simulation:
             # next iteration on (re-solving at once cost more on piles, where
             # the factorization dominates, than the iterations it saved)
             flips = ip.slip_reversals(x, dx)
-            return g, dx, tuple(m | f for m, f in zip(majorize, flips)), project
+            return g, dx, tuple(m | f for m, f in zip(majorize, flips, strict=True)), project
 
     @staticmethod
     def _backtrack(ip, x, dx, alpha, cs, energy, slope):
@@ -421,7 +421,7 @@ class Simulation:
         return alpha
 
     def _finish_step(self, x, x_prev, target, iters, converged, min_alpha, message, t_start, cs):
-        m, p = self.model, self.params
+        p = self.params
         self.v = (x - x_prev) / p.dt
         self.x = x
         self.time += p.dt

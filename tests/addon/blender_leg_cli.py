@@ -37,7 +37,9 @@ def test_command_line_bake_of_saved_file():
             "--python-expr",
             "import bpy; bpy.ops.ipc.bake(target='SCENE'); bpy.ops.wm.save_mainfile()",
         ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ))
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ), check=False
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         bpy.ops.wm.open_mainfile(filepath=path)
         top = bpy.data.objects["IPC_Square_Top"]
@@ -47,5 +49,5 @@ def test_command_line_bake_of_saved_file():
         bpy.data.objects["IPC_Square_Top"].ipc.role = "NONE"
         bpy.data.objects["IPC_Square_Bottom"].ipc.role = "NONE"
         bpy.ops.wm.save_mainfile()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
         assert proc.returncode != 0 and "Nothing to bake" in proc.stdout + proc.stderr

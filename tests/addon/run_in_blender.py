@@ -56,9 +56,9 @@ def collect(keyword):
             print(f"not in this leg: {path.name} (runs under pytest)")
             continue
         for name in sorted(vars(module)):
-            if name.startswith("test_") and callable(getattr(module, name)):
-                if keyword is None or keyword in f"{path.stem}::{name}":
-                    tests.append((module, name))
+            wanted = keyword is None or keyword in f"{path.stem}::{name}"
+            if name.startswith("test_") and callable(getattr(module, name)) and wanted:
+                tests.append((module, name))
     return tests
 
 

@@ -132,7 +132,7 @@ def test_compressing_squares_bake_matches_solver_and_roundtrips():
     tris = [np.asarray(b.triangles) for b in scene_in.bodies]
     for frame in range(1, N_FRAMES + 1):
         xs = _frame_positions(bodies, frame)
-        checks.assert_intersection_free(list(zip(xs, tris)), label=f"frame {frame}")
+        checks.assert_intersection_free(list(zip(xs, tris, strict=True)), label=f"frame {frame}")
         t = (frame - 1) / FPS
         ceiling_z = max(0.27 - 0.5 * t, -0.7)
         for x in xs:
@@ -147,7 +147,7 @@ def test_compressing_squares_bake_matches_solver_and_roundtrips():
     bodies = [bpy.data.objects[name] for name in ("IPC_Square_Bottom", "IPC_Square_Top")]
     assert [len(o.data.shape_keys.key_blocks) for o in bodies] == [N_FRAMES, N_FRAMES]
     after = _frame_positions(bodies, 40)
-    for a, b in zip(before, after):
+    for a, b in zip(before, after, strict=True):
         np.testing.assert_array_equal(a, b)
 
     # Delete Bake restores the original coordinates bit for bit and leaves nothing behind.

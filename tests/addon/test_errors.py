@@ -61,7 +61,7 @@ def test_body_without_faces():
 
 
 def test_overlapping_bodies():
-    top, bottom, _ = _scene()
+    _, bottom, _ = _scene()
     bottom.location.z = -0.3  # overlaps the top square (bottom edge at -0.225)
     _assert_refused(["IPC_Square_Bottom", "IPC_Square_Top", "overlap"])
 

@@ -38,7 +38,7 @@ def test_cancel_part_way_leaves_scene_as_before():
 
 
 def test_modal_ticks_give_the_same_bake_as_execute():
-    top, bottom, _ = _scene()
+    top, _, _ = _scene()
     ops = harness.sub("operators")
     job = ops.RunningBake.start(bpy.context, "SELECTED")
     ticks = 1

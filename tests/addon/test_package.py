@@ -90,6 +90,7 @@ def test_installs_as_extension():
             capture_output=True,
             text=True,
             timeout=300,
+            check=False,
         )
     assert proc.returncode == 0 and "EXTENSION-OK" in proc.stdout, proc.stdout + proc.stderr
 

@@ -25,11 +25,11 @@ class _Layout:
     column = row = box = _sub
 
     def prop(self, data, name, **kwargs):
-        assert name in data.bl_rna.properties.keys(), f"no property {name!r} on {data}"
+        assert name in data.bl_rna.properties, f"no property {name!r} on {data}"
         self.log.append(("prop", name))
 
     def prop_search(self, data, name, search_data, search_name, **kwargs):
-        assert name in data.bl_rna.properties.keys(), name
+        assert name in data.bl_rna.properties, name
         assert hasattr(search_data, search_name), search_name
         self.log.append(("prop", name))
 

@@ -65,12 +65,13 @@ def test_bench_tiny_run_prints_tables(tmp_path):
         text=True,
         timeout=120,
         cwd=str(tmp_path),
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
 
     (row,) = _table(lines, SUMMARY)
-    cell = dict(zip(SUMMARY, row))
+    cell = dict(zip(SUMMARY, row, strict=True))
     assert cell["scene"] == "S1"
     assert int(cell["steps"]) == 5
     assert int(cell["vertices"]) == 20  # two 3x3-vertex squares + the 2-vertex ceiling
@@ -100,7 +101,7 @@ def test_bench_tiny_run_prints_tables(tmp_path):
     assert 95 <= sum(percents) <= 105  # stages + 'other' account for the whole run
 
     # one progress line per step on stderr
-    progress = [l for l in proc.stderr.splitlines() if l.startswith("[S1] step ")]
+    progress = [line for line in proc.stderr.splitlines() if line.startswith("[S1] step ")]
     assert len(progress) == 5
 
     data = json.loads(out_json.read_text())
@@ -111,7 +112,7 @@ def test_bench_tiny_run_prints_tables(tmp_path):
 
 def test_bench_rejects_unknown_scene():
     proc = subprocess.run(
-        [sys.executable, BENCH, "S9", "--steps", "1"], capture_output=True, text=True, timeout=60
+        [sys.executable, BENCH, "S9", "--steps", "1"], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode != 0
     assert "unknown scene" in proc.stderr and "S9" in proc.stderr
@@ -136,6 +137,7 @@ def test_bench_repeat_reports_the_median_run(tmp_path):
         text=True,
         timeout=120,
         cwd=str(tmp_path),
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     (r,) = json.loads(out_json.read_text())
@@ -148,5 +150,6 @@ def test_bench_repeat_reports_the_median_run(tmp_path):
         text=True,
         timeout=60,
         cwd=str(tmp_path),
+        check=False,
     )
     assert bad.returncode != 0 and "--repeat" in bad.stderr

@@ -31,6 +31,7 @@ from solver.scene_io import load_scene
 
 TRI_V = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
 TRI_T = np.array([[0, 1, 2]])
+DEFAULT_PARAMS = SimParams()  # frozen dataclass: one shared instance is safe
 
 
 # ------------------------------------------------------------------ helpers
@@ -51,7 +52,7 @@ def _same(a, b, path="scene"):
             _same(a[k], b[k], f"{path}[{k!r}]")
     elif isinstance(a, (list, tuple)):
         assert type(a) is type(b) and len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             _same(x, y, f"{path}[{i}]")
     elif isinstance(a, float) and math.isnan(a):
         assert isinstance(b, float) and math.isnan(b), path
@@ -71,7 +72,7 @@ def rejected(scene, *patterns):
     return msg
 
 
-def one(body, params=SimParams(), colliders=(), planes=()):
+def one(body, params=DEFAULT_PARAMS, colliders=(), planes=()):
     return Scene(bodies=(body,), colliders=colliders, half_planes=planes, params=params)
 
 

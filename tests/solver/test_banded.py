@@ -35,7 +35,7 @@ def bandwidth(perm, rows, cols):
 @pytest.mark.parametrize("n, band", [(200, 1), (300, 4), (500, 9)])
 def test_rcm_is_a_permutation_that_narrows_a_shuffled_band(n, band):
     rng = np.random.default_rng(n)
-    A, rows, cols, _ = band_spd(rng, n, band)
+    _, rows, cols, _ = band_spd(rng, n, band)
     perm = banded.reverse_cuthill_mckee(rows, cols, n)
     assert np.array_equal(np.sort(perm), np.arange(n))
     assert bandwidth(np.arange(n), rows, cols) > 10 * band  # shuffled: wide
@@ -64,7 +64,7 @@ def test_block_cholesky_solves_spd_band_systems(n, band, seed):
 
 def test_block_cholesky_rejects_an_indefinite_matrix():
     rng = np.random.default_rng(3)
-    A, rows, cols, vals = band_spd(rng, 150, 5, shuffle=False)
+    _, rows, cols, vals = band_spd(rng, 150, 5, shuffle=False)
     vals = vals.copy()
     k = np.flatnonzero((rows == 120) & (cols == 120))[0]
     vals[k] = -vals[k]  # one negative diagonal entry, deep in block 2

@@ -114,11 +114,12 @@ def test_point_edge_gradient_hessian_fd_every_case():
         dhat = dhats[k]
         coef = np.array([rng.uniform(0.5, 2.0) * rng.choice([1.0, -1.0])])  # negative: convergent duplicates
 
-        def E(z):
+        # The loop's values bound as defaults (the closures are used in this iteration only).
+        def E(z, coef=coef, dhat=dhat):
             Z = z.reshape(1, 3, 2)
             return barrier.pe_value(Z, point_edge_case(Z), coef, dhat)
 
-        def G(z):
+        def G(z, coef=coef, dhat=dhat):
             Z = z.reshape(1, 3, 2)
             return barrier.pe_gradient(Z, point_edge_case(Z), coef, dhat)[0]
 
@@ -189,10 +190,11 @@ def test_half_plane_gradient_hessian_fd_and_psd():
         x = point + d * normal + rng.uniform(-1, 1) * np.array([[-normal[0, 1], normal[0, 0]]])
         coef = np.array([rng.uniform(0.1, 10.0)])
 
-        def E(z):
+        # The loop's values bound as defaults (the closures are used in this iteration only).
+        def E(z, point=point, normal=normal, coef=coef, dhat=dhat):
             return barrier.hp_value(z.reshape(1, 2), point, normal, coef, dhat)
 
-        def G(z):
+        def G(z, point=point, normal=normal, coef=coef, dhat=dhat):
             return barrier.hp_gradient(z.reshape(1, 2), point, normal, coef, dhat)[0]
 
         h = 1e-6 * dhat

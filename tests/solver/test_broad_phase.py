@@ -56,7 +56,7 @@ def test_candidates_equal_brute_force(seed, n_p, n_e, spread, mode, explicit_cel
     elo, ehi = random_boxes(rng, n_e, spread, mode)
     cell = float(rng.choice([1e-4, 0.01, 1.0, 100.0])) if explicit_cell else None
     pi, ei = candidates(plo, phi, elo, ehi, cell=cell)
-    got = list(zip(pi.tolist(), ei.tolist()))
+    got = list(zip(pi.tolist(), ei.tolist(), strict=True))
     assert len(got) == len(set(got)), "duplicate pairs"
     assert set(got) == brute_pairs(plo, phi, elo, ehi)
 
@@ -70,7 +70,7 @@ def test_hash_path_is_exercised_and_exact():
         plo, phi = random_boxes(rng, n, 1.0, mode)
         elo, ehi = random_boxes(rng, n, 1.0, mode)
         pi, ei = candidates(plo, phi, elo, ehi)
-        assert set(zip(pi.tolist(), ei.tolist())) == brute_pairs(plo, phi, elo, ehi)
+        assert set(zip(pi.tolist(), ei.tolist(), strict=True)) == brute_pairs(plo, phi, elo, ehi)
 
 
 def test_swept_boxes_contain_motion():

@@ -30,6 +30,7 @@ def run_cli(*args, timeout=600):
         capture_output=True,
         text=True,
         timeout=timeout,
+        check=False,
     )
 
 
@@ -54,7 +55,7 @@ def fake_trajectory(scene, n_steps, bad_steps=()):
     times = 0.01 * np.arange(n_steps + 1)
     bodies = tuple(b.vertices[None] + 100.0 * i + times[:, None, None] for i, b in enumerate(scene.bodies))
     cols = tuple(
-        np.broadcast_to(c.vertices, (n_steps + 1,) + c.vertices.shape) - times[:, None, None]
+        np.broadcast_to(c.vertices, (n_steps + 1, *c.vertices.shape)) - times[:, None, None]
         for c in scene.colliders
     )
     stats = tuple(fake_stats(k, k not in bad_steps) for k in range(1, n_steps + 1))
@@ -341,7 +342,7 @@ def test_end_to_end_validate(tmp_path):
     # Structurally fine but the bodies overlap: the simulation's geometric check rejects it.
     s = compressing_squares()
     d = scene_to_dict(s)
-    d["bodies"][1]["vertices"] = (s.bodies[1].vertices + [0.0, 0.3]).tolist()
+    d["bodies"][1]["vertices"] = (s.bodies[1].vertices + np.array([0.0, 0.3])).tolist()
     bad = tmp_path / "overlap.json"
     bad.write_text(json.dumps(d))
     r = run_cli("validate", bad)

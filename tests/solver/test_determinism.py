@@ -76,11 +76,13 @@ def _run(name, solver_path):
 
 def _assert_identical(a, b):
     assert np.array_equal(a.times, b.times)
-    for x, y in zip((*a.body_positions, *a.collider_positions), (*b.body_positions, *b.collider_positions)):
+    for x, y in zip(
+        (*a.body_positions, *a.collider_positions), (*b.body_positions, *b.collider_positions), strict=True
+    ):
         assert x.dtype == y.dtype and x.shape == y.shape
         # bitwise, NaN-safe and -0.0 vs 0.0 sensitive
         assert x.tobytes() == y.tobytes(), f"max diff {np.abs(x - y).max():.3g}"
-    for s, t in zip(a.stats, b.stats):
+    for s, t in zip(a.stats, b.stats, strict=True):
         assert dataclasses.replace(s, wall_time=0.0) == dataclasses.replace(t, wall_time=0.0)
 
 
@@ -115,6 +117,7 @@ def test_other_process_bit_identical(name, solver_path):
         timeout=600,
         cwd=str(ROOT),
         env=dict(os.environ),
+        check=False,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == _digest(_run(name, solver_path))
@@ -125,5 +128,5 @@ def test_paths_agree_closely():
     round differently, so they agree to within what the Newton tolerance
     leaves open (1e-2 m/s * h = 1e-4 m per step), not bit for bit."""
     a, b = _run("compressing-squares", "numpy"), _run("compressing-squares", "scipy")
-    for x, y in zip(a.body_positions, b.body_positions):
+    for x, y in zip(a.body_positions, b.body_positions, strict=True):
         assert np.abs(x - y).max() < 1e-3

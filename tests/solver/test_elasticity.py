@@ -55,10 +55,11 @@ def test_energy_gradient_hessian_per_element(strength):
         x = random_deformed(rng, rest, strength)
         assert np.isclose(elasticity.value(el, x), energy_ref(rest, x, E, nu), rtol=1e-10)
 
-        def f(z):
+        # `el` bound as a default (the closures are used in this iteration only).
+        def f(z, el=el):
             return elasticity.value(el, z.reshape(3, 2))
 
-        def g(z):
+        def g(z, el=el):
             return elasticity.gradient(el, z.reshape(3, 2))[0]
 
         z = x.ravel()

@@ -233,7 +233,7 @@ def test_pile_shapes_separated_and_inside_box(shape):
 
 def test_pile_is_deterministic():
     a, b = pile(seed=7), pile(seed=7)
-    for x, y in zip(a.bodies, b.bodies):
+    for x, y in zip(a.bodies, b.bodies, strict=True):
         np.testing.assert_array_equal(x.vertices, y.vertices)
 
 

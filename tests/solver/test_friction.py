@@ -212,11 +212,11 @@ def test_pair_and_plane_friction_sets_from_a_scene(formulation):
     for scale in (0.05, 20.0):
         disp = rng.normal(size=(m.n, 2)) * scale * eps
         for S in (fs, pfs):
-
-            def E(v):
+            # `S` bound as a default (the closures are used in this iteration only).
+            def E(v, S=S):
                 return friction.value(S, v.reshape(-1, 2), eps)
 
-            def G(v):
+            def G(v, S=S):
                 g = np.zeros(len(v))
                 np.add.at(
                     g,

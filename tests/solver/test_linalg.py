@@ -188,7 +188,7 @@ def test_band_ordering_is_reused_and_recomputed_when_the_band_grows():
 
 def test_numpy_paths_detect_indefinite(monkeypatch):
     rng = np.random.default_rng(9)
-    rows, cols, vals, A = banded_spd_coo(rng, 50, 3)
+    rows, cols, vals, _ = banded_spd_coo(rng, 50, 3)
     vals = vals.copy()
     k = int(np.flatnonzero(rows == cols)[0])
     vals[k] = -10 * abs(vals[k])

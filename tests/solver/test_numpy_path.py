@@ -66,6 +66,7 @@ def _child_run(tmp_path, tag, hide, solver, n_seg=N_SEG):
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     return np.load(out), json.loads(iters.read_text())
@@ -120,6 +121,6 @@ def test_pcg_fallback_reproduces_dense_trajectory(monkeypatch):
     # contact starts, discrete choices (a CCD branch, one Newton iteration
     # more or less) may differ, within what the Newton tolerance leaves open
     # (1e-2 m/s * h = 1e-4 m per step)
-    for a, b in zip(pcg.body_positions, dense.body_positions):
+    for a, b in zip(pcg.body_positions, dense.body_positions, strict=True):
         np.testing.assert_allclose(a[:20], b[:20], rtol=0, atol=1e-9)
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-3)

@@ -37,15 +37,15 @@ def test_every_step_is_valid(run):
     assert len(traj.stats) == STEPS and all(s.converged for s in traj.stats)
     tris = [np.asarray(b.triangles) for b in scene.bodies]
     sizes = [len(b.vertices) for b in scene.bodies]
-    offsets = np.cumsum([0] + sizes)
-    edges = np.concatenate([boundary_edges(t) + o for t, o in zip(tris, offsets[:-1])])
+    offsets = np.cumsum([0, *sizes])
+    edges = np.concatenate([boundary_edges(t) + o for t, o in zip(tris, offsets[:-1], strict=True)])
     n_body = offsets[-1]
     col_edges = np.asarray(scene.colliders[0].edges) + n_body
     all_edges = np.concatenate([edges, col_edges])
     for k in range(STEPS + 1):
         xb = [traj.body_positions[i][k] for i in range(len(sizes))]
         xc = traj.collider_positions[0][k]
-        x = np.concatenate(xb + [xc])
+        x = np.concatenate([*xb, xc])
         assert np.all(np.isfinite(x)), f"NaN at step {k}"
         for i, t in enumerate(tris):
             a = signed_areas(xb[i], t)
@@ -104,7 +104,7 @@ def test_determinism(run):
     scene, traj = run
     n = 120 if len(scene.bodies[0].vertices) < 50 else 40
     again = simulate(scene, n)
-    for a, b in zip(again.body_positions, traj.body_positions):
+    for a, b in zip(again.body_positions, traj.body_positions, strict=True):
         assert np.array_equal(a, b[: n + 1])
     assert np.array_equal(again.collider_positions[0], traj.collider_positions[0][: n + 1])
     assert [s.newton_iters for s in again.stats] == [s.newton_iters for s in traj.stats[:n]]

@@ -44,7 +44,7 @@ def rich():
             },
             {
                 "name": "top",
-                "vertices": (v + [0, 2]).tolist(),
+                "vertices": (v + np.array([0, 2])).tolist(),
                 "triangles": t.tolist(),
                 "material": {"nu": 0.45},
                 "velocity": np.zeros((9, 2)).tolist(),
@@ -105,7 +105,7 @@ def rich():
 
 def assert_scenes_equal(a, b):
     assert len(a.bodies) == len(b.bodies)
-    for x, y in zip(a.bodies, b.bodies):
+    for x, y in zip(a.bodies, b.bodies, strict=True):
         assert x.name == y.name and x.material == y.material
         np.testing.assert_array_equal(x.vertices, y.vertices)
         np.testing.assert_array_equal(x.triangles, y.triangles)
@@ -113,14 +113,14 @@ def assert_scenes_equal(a, b):
         if x.velocity is not None:
             np.testing.assert_array_equal(x.velocity, y.velocity)
         assert len(x.pins) == len(y.pins)
-        for p, q in zip(x.pins, y.pins):
+        for p, q in zip(x.pins, y.pins, strict=True):
             np.testing.assert_array_equal(p.indices, q.indices)
             assert (p.times is None) == (q.times is None)
             if p.times is not None:
                 np.testing.assert_array_equal(p.times, q.times)
                 np.testing.assert_array_equal(p.positions, q.positions)
     assert len(a.colliders) == len(b.colliders)
-    for x, y in zip(a.colliders, b.colliders):
+    for x, y in zip(a.colliders, b.colliders, strict=True):
         assert x.name == y.name and x.mu == y.mu
         for attr in ("vertices", "edges", "times", "positions"):
             np.testing.assert_array_equal(getattr(x, attr), getattr(y, attr))
@@ -360,7 +360,8 @@ BAD = [
     (
         ("colliders", 1, "motion", "positions", 1),
         [[-1, 4]],
-        "colliders[1].motion.positions[1]: expected a list of 2 entries like colliders[1].motion.positions[0], got 1 (ragged array)",
+        "colliders[1].motion.positions[1]: expected a list of 2 entries like "
+        "colliders[1].motion.positions[0], got 1 (ragged array)",
     ),
     (("colliders", 1, "motion", "speed"), 3, "colliders[1].motion: unknown field 'speed'"),
     (
@@ -528,10 +529,10 @@ def _all_paths(node, prefix=()):
     yield prefix
     if isinstance(node, dict):
         for k, v in node.items():
-            yield from _all_paths(v, prefix + (k,))
+            yield from _all_paths(v, (*prefix, k))
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            yield from _all_paths(v, prefix + (i,))
+            yield from _all_paths(v, (*prefix, i))
 
 
 RICH_PATHS = [p for p in _all_paths(rich()) if p]

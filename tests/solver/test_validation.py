@@ -18,12 +18,12 @@ def body(name="blob", center=(0.0, 0.0), side=0.2, n=2, **kw):
 def base_scene(**kw):
     ground = HalfPlane((0.0, -0.5), (0.0, 1.0), 0.4, "floor")
     col = Collider.static("lid", [[-1.0, 0.5], [1.0, 0.5]], [[0, 1]])
-    d = dict(
-        bodies=(body("blob"), body("other", (0.5, 0.0))),
-        colliders=(col,),
-        half_planes=(ground,),
-        params=SimParams(),
-    )
+    d = {
+        "bodies": (body("blob"), body("other", (0.5, 0.0))),
+        "colliders": (col,),
+        "half_planes": (ground,),
+        "params": SimParams(),
+    }
     d.update(kw)
     return Scene(**d)
 
@@ -109,7 +109,7 @@ CASES = [
                     np.array([[0.0, 1.0], [1.0, 1.0]]),
                     np.array([[0, 1]]),
                     np.array([0.0, 1.0, 1.0]),
-                    np.zeros((3, 2, 2)) + [[0.0, 1.0], [1.0, 1.0]],
+                    np.zeros((3, 2, 2)) + np.array([[0.0, 1.0], [1.0, 1.0]]),
                 ),
             ),
         ),
@@ -124,7 +124,7 @@ CASES = [
                     np.array([[0.0, 1.0], [1.0, 1.0]]),
                     np.array([[0, 1]]),
                     np.array([1.0, 0.5]),
-                    np.zeros((2, 2, 2)) + [[0.0, 1.0], [1.0, 1.0]],
+                    np.zeros((2, 2, 2)) + np.array([[0.0, 1.0], [1.0, 1.0]]),
                 ),
             ),
         ),
@@ -182,7 +182,7 @@ def test_bad_input_raises_named_error(make, pattern):
     snapshot = [(b.vertices.copy(), np.array(b.triangles, copy=True)) for b in scene.bodies]
     with pytest.raises(SolverInputError, match=pattern):
         Simulation(scene)
-    for b, (v, t) in zip(scene.bodies, snapshot):  # the caller's arrays are untouched
+    for b, (v, t) in zip(scene.bodies, snapshot, strict=True):  # the caller's arrays are untouched
         assert np.array_equal(b.vertices, v, equal_nan=True) and np.array_equal(b.triangles, t)
 
 

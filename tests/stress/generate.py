@@ -131,7 +131,7 @@ class _Draft:
         widths = [np.ptp(self.items[k][1][:, 0]) for k in idx]
         total = sum(widths) + self.gap_unit * (len(idx) - 1)
         x = x_center - 0.5 * total
-        for k, w in zip(idx, widths):
+        for k, w in zip(idx, widths, strict=True):
             kind, v, t, f = self.items[k]
             lo = v.min(axis=0)
             v = v - lo + np.array([x, base_y])
@@ -143,7 +143,7 @@ class _Draft:
 def _bodies(items, mats, velocities):
     return tuple(
         Body(f"{kind}_{k}", v, t, mats[k], velocity=np.asarray(vel, float))
-        for k, ((kind, v, t, _), vel) in enumerate(zip(items, velocities))
+        for k, ((kind, v, t, _), vel) in enumerate(zip(items, velocities, strict=True))
     )
 
 

@@ -19,16 +19,9 @@ counted, not failures.  Exit status 1 if any scene failed.
 
 from __future__ import annotations
 
-import os
-
-# OpenBLAS threads make the solver's small dense solves ~7x slower (measured, see
-# FINDINGS.md) and oversubscribe the cores with --jobs; this only takes effect when
-# numpy is not imported yet (python3 -m tests.stress.run).
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
 import argparse
 import json
+import os
 import re
 import signal
 import sys
@@ -37,10 +30,16 @@ import traceback
 import warnings
 from dataclasses import asdict, dataclass, field
 
-from solver import ConvergenceError, Simulation, SolverInputError
+# OpenBLAS threads make the solver's small dense solves ~7x slower (measured, see
+# FINDINGS.md) and oversubscribe the cores with --jobs; this only takes effect when
+# numpy is not imported yet (python3 -m tests.stress.run), hence before the imports below.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from .check import Checker
-from .generate import CORPUS_SIZE, StressScene, make_scene
+from solver import ConvergenceError, Simulation, SolverInputError  # noqa: E402  (imports numpy)
+
+from .check import Checker  # noqa: E402  (imports numpy)
+from .generate import CORPUS_SIZE, StressScene, make_scene  # noqa: E402  (imports numpy)
 
 DEFAULT_BUDGET = 120.0  # seconds of wall clock per scene
 # 12 fast scenes (a few seconds each), two per template (drop, collide, paddle, crush, slope,
@@ -187,8 +186,8 @@ def save_case(ss, path, note=""):
 
     d = scene_to_dict(ss.scene)
     d["description"] = (
-        f"stress scene {ss.index} ({ss.template}) seed={ss.meta.get('seed')} steps={ss.n_steps} {note}".strip()
-    )
+        f"stress scene {ss.index} ({ss.template}) seed={ss.meta.get('seed')} steps={ss.n_steps} {note}"
+    ).strip()
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(dumps_scene(d))
 
@@ -246,7 +245,8 @@ def summarize(results, wall):
     conv = sum(r.converged for r in results)
     nonc = sum(r.not_converged for r in results)
     lines = [
-        f"scenes: {len(results)}   clean: {sum(not r.failure for r in results)}   failed: {sum(bool(r.failure) for r in results)}",
+        f"scenes: {len(results)}   clean: {sum(not r.failure for r in results)}   "
+        f"failed: {sum(bool(r.failure) for r in results)}",
         f"steps:  {steps}   converged: {conv}   not converged (reported): {nonc}",
         "failures by kind: " + (", ".join(f"{k}={v}" for k, v in sorted(kinds.items())) or "none"),
         f"scenes with a non-converged step: {sum(r.not_converged > 0 for r in results)}",

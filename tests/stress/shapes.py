@@ -108,7 +108,7 @@ def zigzag_polygon(rng, size):
     depth = rng.uniform(0.3, 0.6) * size
     xs = np.linspace(-0.5 * w, 0.5 * w, 2 * teeth + 1)
     top = [(x, 0.5 * h + (depth if i % 2 else 0.0)) for i, x in enumerate(xs)]
-    poly = np.array([(-0.5 * w, -0.5 * h), (0.5 * w, -0.5 * h)] + top[::-1], float)
+    poly = np.array([(-0.5 * w, -0.5 * h), (0.5 * w, -0.5 * h), *top[::-1]], float)
     poly -= poly.mean(axis=0)
     tris = ear_clip(poly)
     return poly, tris, polygon_feature(poly)

@@ -30,6 +30,7 @@ def subset_results(tmp_path_factory):
         capture_output=True,
         text=True,
         timeout=600,
+        check=False,
     )
     assert out.exists(), proc.stdout + proc.stderr
     results = {r["index"]: r for r in json.loads(out.read_text())}
