@@ -5,13 +5,13 @@
   bound of its time of impact, d / l_p, until it either passes ``t_max`` or
   its distance falls below ``eta`` times the starting distance.  The returned
   time is always collision-free (every advance is a lower bound).
-* :func:`point_edge_step` -- what the line search uses: in 2D a point meets a
-  linearly moving segment only where the collinearity quadratic vanishes,
-  so most pairs get their time of impact from its roots in a few array
-  operations; pairs whose quadratic is ill-conditioned (collinear motion,
-  grazing double roots) or whose answer fails the distance check go to ACCD.
-  This matters for pairs sliding at tiny gaps, where ACCD needs hundreds of
-  advancement iterations.
+* :func:`point_edge_step` -- what the line search uses: the exact first time
+  each pair's distance falls to ``eta`` times its starting value (ACCD's
+  margin), from closed-form roots (quadratics; a quartic solved by root
+  isolation for edges that turn a lot), every root checked against the
+  distance itself.  A pair sliding at a tiny gap gets the whole step where
+  ACCD would crawl at d / l_p per iteration; ACCD only takes pairs where
+  rounding defeats the exact path.
 * :func:`half_plane_step` -- exact for points against half-planes (linear).
 * :func:`inversion_step` -- largest step keeping every triangle's signed area
   above ``eta`` times its current value (a quadratic in the step).
@@ -71,25 +71,28 @@ def accd_point_edge(X, dX, eta=0.1, t_max=1.0, max_iter=1000):
     return toi
 
 
-def _cross(a0, a1, b0, b1):
-    return a0 * b1 - a1 * b0
-
-
-# Pairs left to ACCD by the exact path are crushed to a tiny fraction of their
-# size (|c0| below rounding) or grazing; at a gap d they advance ~d / l_p per
-# iteration, so the cap, not the answer, decides their cost.  What the cap
-# returns is still safe (every advance is a lower bound).
+# Pairs the exact path cannot settle (rounding at gaps far below the motion's
+# size) go to ACCD; at a gap d they advance ~d / l_p per iteration, so the cap,
+# not the answer, decides their cost.  What the cap returns is still safe
+# (every advance is a lower bound).
 ACCD_FALLBACK_ITERS = 200
+
+# Largest relative overestimate of the edge length the closed-form path
+# accepts (see _Pair.quadratics); pairs beyond it take the exact quartic.
+CHORD_SLACK = 0.01
 
 
 def point_edge_step(X, dX, eta=0.1, t_max=1.0):
-    """Per-pair collision-free step sizes, (n,): exact-root CCD with ACCD fallback.
+    """Per-pair collision-free step sizes, (n,).
 
-    For A(t) = p - e0 and E(t) = e1 - e0 (linear in t), contact needs
-    c(t) = cross(E, A) = c0 + c1 t + c2 t^2 = 0 with the projection of the
-    point inside the segment.  The earliest such root t* in [0, t_max] gives
-    (1 - eta) t* (the same margin ACCD keeps); no root gives t_max.  Every
-    answer is checked to keep at least eta of the starting distance, like ACCD.
+    X: (n,3,2) stencils [p, e0, e1] at the start; dX: (n,3,2) displacements.
+    The step is the first time the point-segment distance falls to eta times
+    its starting value d0 (t_max if it never does), the margin ACCD keeps,
+    computed exactly: the moving point enters the capsule of radius
+    r = eta d0 around the moving segment either through a disk around an end
+    point (|p - e_i| = r: a quadratic in t) or through a side of the strip
+    (|cross(e1 - e0, p - e0)| = r |e1 - e0| while the point projects onto the
+    segment).  A pair starting at zero distance gets 0.
     """
     n = len(X)
     step = np.full(n, t_max)
@@ -97,109 +100,234 @@ def point_edge_step(X, dX, eta=0.1, t_max=1.0):
         return step
     # Conservative filter: a pair whose distance exceeds its largest relative
     # motion by the margin cannot lose (1 - eta) of its gap (most candidates).
+    d0 = _dist(X)
     rel = dX - dX[:, 1:2]
     motion = np.sqrt(rel[:, 0, 0] ** 2 + rel[:, 0, 1] ** 2) + np.sqrt(rel[:, 2, 0] ** 2 + rel[:, 2, 1] ** 2)
-    near = np.flatnonzero(motion * t_max > (1.0 - eta) * _dist(X))
+    near = np.flatnonzero((motion * t_max > (1.0 - eta) * d0) & (d0 > 0.0))
     if len(near):
-        step[near] = _exact_step(X[near], dX[near], eta, t_max)
+        step[near] = _near_step(X[near], dX[near], eta, t_max, d0[near])
+    step[d0 <= 0.0] = 0.0
     return step
 
 
-def _exact_step(X, dX, eta, t_max):
-    """point_edge_step on the pairs the conservative filter could not clear."""
-    A0, dA = X[:, 0] - X[:, 1], dX[:, 0] - dX[:, 1]
-    E0, dE = X[:, 2] - X[:, 1], dX[:, 2] - dX[:, 1]
-    c0 = _cross(E0[:, 0], E0[:, 1], A0[:, 0], A0[:, 1])
-    c1 = _cross(E0[:, 0], E0[:, 1], dA[:, 0], dA[:, 1]) + _cross(dE[:, 0], dE[:, 1], A0[:, 0], A0[:, 1])
-    c2 = _cross(dE[:, 0], dE[:, 1], dA[:, 0], dA[:, 1])
-    # magnitude of the terms that make up c: the rounding scale of c(t)
-    size = (np.linalg.norm(A0, axis=1) + np.linalg.norm(dA, axis=1) * t_max) * (
-        np.linalg.norm(E0, axis=1) + np.linalg.norm(dE, axis=1) * t_max
-    )
-    tiny = 1e-9 * size
-    quad = np.abs(c2) * t_max * t_max > tiny
+def _near_step(X, dX, eta, t_max, d0):
+    """point_edge_step (n,) of the pairs the conservative filter could not clear.
+
+    Every candidate time (a root of one of the entry conditions) is checked
+    against the distance itself: a root that rounding or a degenerate edge
+    (one shrinking to a point) produced while the point is still far away
+    does not count.  Safety net against rounding at gaps far below the
+    motion: a pair whose step reaches a contact (a root of c on the
+    segment) or leaves less than half of r goes to ACCD."""
+    P, r, n = _Pair(X, dX), eta * d0, len(X)
+    roots = _quadratic_roots(P.quadratics(r, t_max), t_max).reshape(n, 14)
+    cands, contact = roots[:, :12], roots[:, 12:]
+    exact = ~P.chord_is_tight(t_max)
+    if exact.any():
+        cands[exact, 4:] = np.inf
+        cands[exact, 4:8] = _strip_candidates_exact(P.subset(exact), r[exact], t_max)
+    step = np.minimum(_first_within(P, cands, (1.0 + 2.0 * CHORD_SLACK) * r), t_max)
+    at_step = P.distance_at(np.arange(n), step)
+    doubt = (_first_contact(P, contact) <= step) | ~(at_step >= 0.5 * r)
+    if doubt.any():
+        step[doubt] = accd_point_edge(X[doubt], dX[doubt], eta, t_max, max_iter=ACCD_FALLBACK_ITERS)
+    return step
+
+
+def _first_within(P, t, radius):
+    """Smallest finite time t[i, k] (n,) at which the distance is at most
+    radius[i], else inf.  Only finite times are evaluated (most candidates
+    have no root)."""
+    i, k = np.nonzero(np.isfinite(t))
+    ok = np.zeros(t.shape, bool)
+    ok[i, k] = P.distance_at(i, t[i, k]) <= radius[i]
+    return np.where(ok, t, np.inf).min(axis=1)
+
+
+def _first_contact(P, t):
+    """Smallest finite root t[i, k] of c (n,) at which the point projects onto
+    the segment, else inf."""
+    i, k = np.nonzero(np.isfinite(t))
+    ok = np.zeros(t.shape, bool)
+    ok[i, k] = P.onto_segment_at(i, t[i, k])
+    return np.where(ok, t, np.inf).min(axis=1)
+
+
+class _Pair:
+    """Relative motion of point-edge pairs, each (n,2): A = p - e0, B = p - e1,
+    E = e1 - e0 at t = 0 and their displacements, plus the coefficients of
+    c(t) = cross(E, A) = c0 + c1 t + c2 t^2 (twice the signed area of the
+    triangle p, e0, e1) and |E(t)|^2 = ee0 + ee1 t + ee2 t^2, each (n,3)."""
+
+    def __init__(self, X, dX):
+        self.A0, self.dA = X[:, 0] - X[:, 1], dX[:, 0] - dX[:, 1]
+        self.B0, self.dB = X[:, 0] - X[:, 2], dX[:, 0] - dX[:, 2]
+        self.E0, self.dE = X[:, 2] - X[:, 1], dX[:, 2] - dX[:, 1]
+        A0, dA, E0, dE = self.A0, self.dA, self.E0, self.dE
+        self.c = np.stack([_cross(E0, A0), _cross(E0, dA) + _cross(dE, A0), _cross(dE, dA)], axis=1)
+        self.ee = _dot_coefficients(E0, dE, E0, dE)
+        self.cross_e = _cross(E0, dE)  # E(t) x dE: constant; the edge's turning
+
+    def subset(self, mask):
+        sub = object.__new__(_Pair)
+        for name in ("A0", "dA", "B0", "dB", "E0", "dE", "c", "ee", "cross_e"):
+            setattr(sub, name, getattr(self, name)[mask])
+        return sub
+
+    def quadratics(self, r, t_max):
+        """Every closed-form entry condition as quadratic coefficients (n,7,3):
+
+        0, 1  |A|^2 = r^2, |B|^2 = r^2: the disks around e0 and e1;
+        2, 3  c = -r U, c = +r U: the sides of the strip around the edge's
+              line, widened by U(t) >= |E(t)|, the chord of |E| over
+              [0, t_max] (|E(t)| is convex: the norm of an affine function);
+              tight while the edge turns little (chord_is_tight);
+        4, 5  A.E = 0, B.E = 0: the ends of that strip, which reach past the
+              disks by as much as it is widened;
+        6     c = 0: contact (the safety net's check).
+        """
+        e_start, e_end = np.sqrt(self.ee[:, 0]), np.sqrt(self.ee @ [1.0, t_max, t_max * t_max])
+        u = np.stack([e_start, (e_end - e_start) / t_max, np.zeros_like(e_start)], axis=1) * r[:, None]
+        rr = np.stack([r * r, np.zeros_like(r), np.zeros_like(r)], axis=1)
+        return np.stack(
+            [
+                _dot_coefficients(self.A0, self.dA, self.A0, self.dA) - rr,
+                _dot_coefficients(self.B0, self.dB, self.B0, self.dB) - rr,
+                self.c - u,
+                self.c + u,
+                _dot_coefficients(self.A0, self.dA, self.E0, self.dE),
+                _dot_coefficients(self.B0, self.dB, self.E0, self.dE),
+                self.c,
+            ],
+            axis=1,
+        )
+
+    def chord_is_tight(self, t_max):
+        """(n,) bool: the chord overestimates |E(t)| by a factor below
+        1 + CHORD_SLACK.  Chord minus function is at most t_max^2 / 8 times the
+        largest curvature, cross(E, dE)^2 / |E|^3, so the factor is at most
+        1 + t_max^2 cross(E, dE)^2 / (8 min|E|^4).  False for an edge that
+        shrinks to a point."""
+        e_min2 = self.min_edge_sq(t_max)
+        return self.cross_e * self.cross_e * t_max * t_max < 8.0 * CHORD_SLACK * e_min2 * e_min2
+
+    def min_edge_sq(self, t_max):
+        """Smallest |E(t)|^2 on [0, t_max], (n,).  Inside the interval it is the
+        squared distance of the line E0 + t dE from the origin, cross(E0, dE)^2
+        / |dE|^2: expanding |E(t)|^2 there would cancel to rounding noise for an
+        edge that shrinks to a point."""
+        e0, e1, e2 = self.ee.T
+        e_end = e0 + t_max * (e1 + t_max * e2)
+        inside = (e1 < 0.0) & (-e1 < 2.0 * t_max * e2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e_line = self.cross_e * self.cross_e / e2
+        return np.where(inside, e_line, np.minimum(e0, e_end))
+
+    def at(self, i, t):
+        """A, E (m,2) of pairs i (m,) at times t (m,)."""
+        return self.A0[i] + t[:, None] * self.dA[i], self.E0[i] + t[:, None] * self.dE[i]
+
+    def distance_at(self, i, t):
+        """Point-segment distance (m,) of pairs i (m,) at times t (m,)."""
+        A, E = self.at(i, t)
+        ee = _dot(E, E)
+        s = np.clip(_dot(A, E) / np.where(ee > 0.0, ee, 1.0), 0.0, 1.0)
+        return np.linalg.norm(A - s[:, None] * E, axis=1)
+
+    def onto_segment_at(self, i, t):
+        """(m,) bool: the point of pair i projects onto the segment at time t."""
+        A, E = self.at(i, t)
+        ae, ee = _dot(A, E), _dot(E, E)
+        return (ae >= 0.0) & (ae <= ee) & (ee > 0.0)
+
+
+def _strip_candidates_exact(P, r, t_max):
+    """Candidate strip entry times (n,4) from the exact condition c(t)^2 = r^2 |E(t)|^2, a
+    quartic g, for pairs whose edge turns a lot (rare): its roots are
+    isolated between the roots of g' (found the same way between the roots
+    of g'', a quadratic) and bisected where g changes sign."""
+    c, ee, r2 = P.c, P.ee, (r * r)[:, None]
+    g = np.concatenate([_poly_mul(c, c)[:, :3] - r2 * ee, _poly_mul(c, c)[:, 3:]], axis=1)  # (n,5)
+    g1 = g[:, 1:] * np.arange(1.0, 5.0)  # g'
+    g2 = g1[:, 1:] * np.arange(1.0, 4.0)  # g''
+    knots2 = _knots(_quadratic_roots(g2[:, None, :], t_max).reshape(len(r), 2), t_max)
+    crit = _bisect_roots(lambda t: _poly_eval(g1, t), knots2)
+    # g from the geometry, not its expanded coefficients (they cancel)
+
+    def g_eval(t):
+        i = np.repeat(np.arange(len(r)), t.shape[1])
+        A, E = P.at(i, t.ravel())
+        cross = _cross(E, A).reshape(t.shape)
+        return cross * cross - r2 * _dot(E, E).reshape(t.shape)
+
+    return _bisect_roots(g_eval, _knots(crit, t_max))
+
+
+def _knots(points, t_max):
+    """Sorted interval ends (n, k+2): 0, the finite points in [0, t_max], t_max."""
+    inner = np.where(np.isfinite(points), points, t_max)
+    n = len(points)
+    return np.sort(np.concatenate([np.zeros((n, 1)), inner, np.full((n, 1), t_max)], axis=1), axis=1)
+
+
+def _bisect_roots(f, knots, iters=60):
+    """The root (n, k) of f in each interval [knots[:, j], knots[:, j+1]] where
+    f changes sign (f monotone there), else inf.  Returns the end of the
+    final bracket where f has its sign at the interval's start: the side the
+    motion comes from, so a root is never reported late."""
+    lo, hi = knots[:, :-1].copy(), knots[:, 1:].copy()
+    f_lo, f_hi = f(lo), f(hi)
+    has = (f_lo == 0.0) | (np.sign(f_lo) * np.sign(f_hi) < 0.0)
+    s_lo = np.sign(f_lo)
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        same = np.sign(f(mid)) == s_lo
+        lo, hi = np.where(same, mid, lo), np.where(same, hi, mid)
+    root = np.where(f_lo == 0.0, knots[:, :-1], lo)
+    return np.where(has, root, np.inf)
+
+
+def _quadratic_roots(coef, t_max):
+    """Real roots in [0, t_max] of c0 + c1 t + c2 t^2, coef (n,k,3): (n,k,2), inf
+    where there is none.  The stable pair q / c2, c0 / q also covers the
+    linear case (c2 -> 0 sends q / c2 out of range) and the constant one."""
+    c0, c1, c2 = coef[..., 0], coef[..., 1], coef[..., 2]
     disc = c1 * c1 - 4.0 * c2 * c0
-    sq = np.sqrt(np.maximum(disc, 0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = -0.5 * (c1 + np.copysign(sq, c1))  # stable pair of quadratic roots
-        r1 = np.where(quad, q / c2, -c0 / c1)
-        r2 = np.where(quad, c0 / q, np.inf)
-    roots = np.stack([r1, r2], axis=1)
-    real = ~quad | (disc >= 0.0)  # complex roots: c never vanishes
-    roots = np.where(real[:, None] & np.isfinite(roots) & (roots >= 0.0) & (roots <= t_max), roots, np.inf)
-    # keep roots where the point projects onto the segment (widened: a near
-    # miss at an end point counts as a hit, which only shortens the step)
-    rt = np.where(np.isfinite(roots), roots, 0.0)
-    At = A0[:, None, :] + rt[:, :, None] * dA[:, None, :]
-    Et = E0[:, None, :] + rt[:, :, None] * dE[:, None, :]
-    with np.errstate(invalid="ignore"):
-        s = np.einsum("nki,nki->nk", At, Et) / np.einsum("nki,nki->nk", Et, Et)
-    roots = np.where((s >= -1e-6) & (s <= 1.0 + 1e-6), roots, np.inf)
-    first = roots.min(axis=1)
-    step = np.where(np.isfinite(first), (1.0 - eta) * first, t_max)
-    # ill-conditioned pairs: c nearly zero throughout (collinear motion), a
-    # near-double root (grazing), or a degenerate linear case
-    lin_degenerate = ~quad & (np.abs(c1) * t_max <= tiny)
-    grazing = quad & (np.abs(disc) <= 1e-9 * (c1 * c1 + np.abs(4.0 * c2 * c0)))
-    doubtful = lin_degenerate | grazing | (np.abs(c0) <= tiny)
-    # safety net, and ACCD's margin: at the returned step the pair must keep at
-    # least eta of its starting distance (else ACCD decides, as it would have)
-    # collinear throughout (c ~ 0 at all times): the distance is to an end
-    # point, exactly solvable, where ACCD would crawl at d / l_p per iteration
-    collinear = doubtful & (np.abs(c0) + np.abs(c1) * t_max + np.abs(c2) * t_max * t_max <= 3.0 * tiny)
-    if collinear.any():
-        col_step = _collinear_step(X[collinear], dX[collinear], 3.0 * tiny[collinear], eta, t_max)
-        solved = np.isfinite(col_step)
-        idx = np.flatnonzero(collinear)[solved]
-        step[idx] = col_step[solved]
-        doubtful[idx] = False
-    ok = ~doubtful
-    ok[ok] = _dist(X[ok] + step[ok, None, None] * dX[ok]) >= eta * _dist(X[ok])
-    if not ok.all():
-        step[~ok] = accd_point_edge(X[~ok], dX[~ok], eta, t_max, max_iter=ACCD_FALLBACK_ITERS)
-    return step
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = -0.5 * (c1 + np.copysign(np.sqrt(np.maximum(disc, 0.0)), c1))
+        roots = np.stack([q / c2, c0 / q], axis=-1)
+    ok = (disc >= 0.0)[..., None] & (roots >= 0.0) & (roots <= t_max)
+    return np.where(ok, roots, np.inf)
 
 
-def _collinear_step(X, dX, c_bound, eta, t_max):
-    """Step (n,) for pairs collinear throughout (|c(t)| <= c_bound), or NaN
-    where this does not apply.
+def _poly_eval(coef, t):
+    """sum_j coef[:, j] t^j for t (n,k): (n,k); inf t gives inf or nan (callers mask)."""
+    out = np.zeros_like(t)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for j in range(coef.shape[1] - 1, -1, -1):
+            out = out * t + coef[:, j : j + 1]
+    return out
 
-    A point that starts beyond an end of the segment and stays on its line is
-    |p - e0| or |p - e1| away; it can only reach the segment through an end
-    point.  So the earliest t at which either end distance falls to eta d0 (a
-    quadratic in t) is the step that keeps eta of the gap.  Applies while the
-    offset from the line, |c| / |e|, stays below half of that margin.
-    """
-    A0, dA = X[:, 0] - X[:, 1], dX[:, 0] - dX[:, 1]
-    B0, dB = X[:, 0] - X[:, 2], dX[:, 0] - dX[:, 2]
-    E0, dE = X[:, 2] - X[:, 1], dX[:, 2] - dX[:, 1]
-    ee, ede, dede = _dot(E0, E0), _dot(E0, dE), _dot(dE, dE)
-    t_min = np.clip(-ede / np.where(dede > 0, dede, 1.0), 0.0, t_max)  # shortest edge on [0, t_max]
-    e_min = np.sqrt(np.maximum(ee + 2.0 * t_min * ede + t_min * t_min * dede, 0.0))
-    s0 = _dot(A0, E0) / np.where(ee > 0, ee, 1.0)
-    target = eta * _dist(X)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        usable = ((s0 < 0.0) | (s0 > 1.0)) & (e_min > 0) & (c_bound / e_min <= 0.5 * target)
-    hit = np.minimum(_first_reach(A0, dA, target, t_max), _first_reach(B0, dB, target, t_max))
-    step = np.where(np.isfinite(hit), (1.0 - 1e-9) * hit, t_max)
-    return np.where(usable, step, np.nan)
+
+def _poly_mul(a, b):
+    """Coefficients (n, ka+kb-1) of the product of polynomials a (n,ka), b (n,kb)."""
+    out = np.zeros((len(a), a.shape[1] + b.shape[1] - 1))
+    for i in range(a.shape[1]):
+        out[:, i : i + b.shape[1]] += a[:, i : i + 1] * b
+    return out
+
+
+def _dot_coefficients(P0, dP, Q0, dQ):
+    """(P0 + t dP) . (Q0 + t dQ) as quadratic coefficients (n,3)."""
+    return np.stack([_dot(P0, Q0), _dot(P0, dQ) + _dot(dP, Q0), _dot(dP, dQ)], axis=1)
+
+
+def _cross(a, b):
+    return a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
 
 
 def _dot(a, b):
     return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1]
-
-
-def _first_reach(P0, dP, r, t_max):
-    """Earliest t in [0, t_max] with |P0 + t dP| = r for |P0| > r, else inf."""
-    a, b, c = _dot(dP, dP), 2.0 * _dot(P0, dP), _dot(P0, P0) - r * r
-    disc = b * b - 4.0 * a * c
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = -0.5 * (b + np.copysign(np.sqrt(np.maximum(disc, 0.0)), b))
-        roots = np.stack([q / a, c / q], axis=1)
-    roots = np.where(
-        (disc >= 0.0)[:, None] & (a > 0)[:, None] & (roots >= 0.0) & (roots <= t_max), roots, np.inf
-    )
-    return roots.min(axis=1)
 
 
 def half_plane_step(x, dx, point, normal, eta=0.1, t_max=1.0):

@@ -175,7 +175,7 @@ def test_inversion_step_safe_and_maximal(tris_in, t_max):
     assume(np.all(A0 > 1e-3))
     tris = np.arange(3 * len(x)).reshape(-1, 3)
     t = ccd.inversion_step(x.reshape(-1, 2), dx.reshape(-1, 2), tris, eta=ETA, t_max=t_max)
-    expected = min(t_max, min(first_margin_time(x[k], dx[k], ETA) for k in range(len(x))))
+    expected = min(t_max, *(first_margin_time(x[k], dx[k], ETA) for k in range(len(x))))
     assert np.isclose(t, expected, rtol=1e-7, atol=1e-12)
     # safe: areas stay >= eta * A0 on [0, t] (dense sampling + the end point)
     ts = np.linspace(0, t, 2001)

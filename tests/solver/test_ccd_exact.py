@@ -1,9 +1,15 @@
-"""point_edge_step (exact collinearity roots, ACCD fallback) against the exact
-oracle of test_ccd.py: never lets the point touch the segment on [0, step],
-and is not needlessly tiny: a pair that stays well apart gets the full step."""
+"""point_edge_step (exact capsule entry, ACCD as a safety net) against
+independent oracles: the exact contact roots of test_ccd.py and the
+point-segment distance of invariants.py.
+
+The step is the first time the distance falls to eta d0 (the margin ACCD
+keeps): safe, since the distance stays at least eta d0 on [0, step], and
+tight, since at a step below t_max the distance has come down to eta d0
+(within twice the closed-form path's CHORD_SLACK).  In particular a pair sliding
+at a tiny gap gets the whole step instead of a crawl."""
 
 import numpy as np
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from invariants import point_segment_distance
 from test_ccd import contact_times, dist_at
@@ -13,22 +19,63 @@ from solver import ccd
 ETA = 0.1
 unit = st.floats(-1.0, 1.0, allow_nan=False)
 scale = st.sampled_from([1e-6, 1e-3, 1.0, 3.0])
+gap = st.sampled_from([1e-10, 1e-7, 1e-4])
 vec = st.tuples(unit, unit)
-stencil = st.tuples(vec, vec, vec, vec, vec, vec, scale, st.booleans(), st.floats(0.0, 1.0))
+stencil = st.tuples(vec, vec, vec, vec, vec, vec, scale, st.booleans(), st.floats(0.0, 1.0), gap)
+
+# Issue 10: point (0, 0), edge (0, 1.19e-7) -> (1, 0), only the far end moving
+# up.  The point stays 1.19e-7 from e0 throughout, yet the old exact path sent
+# the pair to ACCD and got 0.02.
+TINY_GAP_PIVOT = ((0.0, 0.0), (0.0, 1.192092896e-07), (1.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 1.0), 1e-3)
+# The same edge turning a quarter of a right angle per step: the exact-quartic path.
+TURNING_EDGE = ((0.3, 0.05), (0.0, 0.0), (1.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 1.0), 0.5)
+
+
+# Found by the property test: e0 passes 2e-98 beside e1, so the edge shrinks
+# to a point at t = 4/9 and its direction flips; the strip condition then has
+# a root where the point is 2 away (the root is checked against the distance).
+COLLAPSING_EDGE = (
+    (0.0, 1.0),
+    (2.127331561937363e-98, 0.0),
+    (0.0, -1.0),
+    (0.0, 0.0),
+    (0.0, -0.75),
+    (0.0, 0.0),
+    3.0,
+)
 
 
 def _pair(p):
     X = np.array(p[0:3], float)
     dX = np.array(p[3:6], float) * p[6]
-    if p[7]:  # sliding: the point moves with the edge, slightly off it
-        X[0] = X[1] + p[8] * (X[2] - X[1]) + 1e-7 * np.array(p[0])
+    if len(p) > 7 and p[7]:  # sliding: the point moves with the edge, p[9] off it
+        X[0] = X[1] + p[8] * (X[2] - X[1]) + p[9] * np.array(p[0])
         dX[1] = dX[2] = dX[0]
     return X, dX
 
 
+def _check_safe_and_tight(X, dX, step, t_max=1.0):
+    """The distance stays >= eta d0 on [0, step] (exact contact roots, dense
+    sampling) and, when step < t_max, has come down to eta d0 at the step."""
+    d0 = point_segment_distance(*X)
+    r = ETA * d0
+    slack = 1e-6 * r + 1e-14  # rounding of the distance at unit-size coordinates
+    times = contact_times(X, dX)
+    if times is not None:
+        assert not any(0.0 <= t <= step for t in times), (X, dX, times, step)
+    ts = np.linspace(0.0, step, 257)
+    assert dist_at(X, dX, ts).min() >= r - slack, (X, dX, step)
+    if step < t_max:
+        reached = dist_at(X, dX, step)[0]
+        assert reached <= (1.0 + 2.0 * ccd.CHORD_SLACK) * r + slack, (X, dX, step, reached / r)
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.lists(stencil, min_size=1, max_size=4))
-def test_exact_step_never_touches_and_is_not_needlessly_tiny(pairs):
+@example([(*TINY_GAP_PIVOT, False, 0.0, 1e-7)])
+@example([(*TURNING_EDGE, False, 0.0, 1e-7)])
+@example([(*COLLAPSING_EDGE, False, 0.0, 1e-7)])
+def test_step_is_safe_and_tight(pairs):
     X = np.array([_pair(p)[0] for p in pairs])
     dX = np.array([_pair(p)[1] for p in pairs])
     for k in range(len(X)):
@@ -39,52 +86,90 @@ def test_exact_step_never_touches_and_is_not_needlessly_tiny(pairs):
     assert step.shape == (len(X),)
     assert np.all((step >= 0.0) & (step <= 1.0))
     for k in range(len(X)):
-        times = contact_times(X[k], dX[k])
-        if times is not None:
-            assert not any(0.0 <= t <= step[k] for t in times), (X[k], dX[k], times, step[k])
-        # distance stays positive up to the step (dense check)
-        ts = np.linspace(0.0, step[k], 64)
-        assert np.all(dist_at(X[k], dX[k], ts) > 0.0)
-        # a pair that stays well apart over the whole motion keeps the full step
-        d0 = point_segment_distance(*X[k])
-        if dist_at(X[k], dX[k], np.linspace(0.0, 1.0, 2001)).min() > 0.5 * d0 and (
-            times is None or not times
-        ):
-            assert step[k] == 1.0
+        _check_safe_and_tight(X[k], dX[k], step[k])
 
 
-def test_crushed_pair_falls_back_to_a_capped_but_safe_accd(monkeypatch):
-    """A pair 1e-9 apart (|c0| below rounding) goes to ACCD, which advances by
-    ~d / l_p per iteration: the fallback's iteration cap bounds the cost, and
-    what it returns is still collision-free."""
+def test_tiny_gap_pivot_gets_the_whole_step():
+    X, dX = _pair(TINY_GAP_PIVOT)
+    assert ccd.point_edge_step(X[None], dX[None], eta=ETA)[0] == 1.0
+
+
+def test_turning_edge_takes_the_exact_path_and_is_tight():
+    """The edge turns by ~27 degrees: the chord bound would be too loose, so the
+    quartic is solved; the step is where the distance reaches eta d0."""
+    X, dX = _pair(TURNING_EDGE)
+    assert not ccd._Pair(X[None], dX[None]).chord_is_tight(1.0)[0]
+    step = ccd.point_edge_step(X[None], dX[None], eta=ETA)[0]
+    assert step < 1.0
+    _check_safe_and_tight(X, dX, step)
+    assert dist_at(X, dX, step)[0] >= ETA * point_segment_distance(*X) * (1 - 1e-9)
+
+
+def test_sliding_at_a_tiny_gap_gets_the_whole_step():
+    """Issue 11: a point sliding 1.6 cm along an edge at a 2.6e-10 m gap got a
+    step of 2.9e-6 from ACCD; it never comes closer, so the step is 1."""
+    X = np.array([[[0.2, 2.6e-10], [0.0, 0.0], [0.5, 0.0]]])
+    dX = np.array([[[0.016, 0.0], [0.0, 0.0], [0.0, 0.0]]])
+    assert ccd.point_edge_step(X, dX, eta=ETA)[0] == 1.0
+    # pressing in by 1e-10 while sliding: the gap reaches eta d0 = 2.6e-11 at
+    # t = (2.6e-10 - 2.6e-11) / 1e-10 > 1, so the whole step still
+    dX[0, 0, 1] = -1e-10
+    assert ccd.point_edge_step(X, dX, eta=ETA)[0] == 1.0
+    dX[0, 0, 1] = -1e-9  # ... and by 1e-9: the margin is reached at t = 0.234
+    step = ccd.point_edge_step(X, dX, eta=ETA)[0]
+    assert abs(step - 0.234) < 1e-6
+    _check_safe_and_tight(X[0], dX[0], step)
+
+
+def test_crushed_pair_gets_the_exact_step(monkeypatch):
+    """A pair 1e-9 apart, sliding and pressing in (ACCD needed hundreds of
+    iterations for it): the margin eta d0 = 1e-10 is reached when the gap
+    1e-9 - 0.05 t has lost 9e-10, at t = 1.8e-8, with no ACCD call."""
     X = np.array([[[0.3, 1e-9], [0.0, 0.0], [1.0, 0.0]]])
-    dX = np.array([[[0.2, -0.05], [0.0, 0.0], [0.0, 0.0]]])  # sliding and pressing in
+    dX = np.array([[[0.2, -0.05], [0.0, 0.0], [0.0, 0.0]]])
+    calls = []
+    monkeypatch.setattr(ccd, "accd_point_edge", lambda *a, **k: calls.append(1))
+    t = ccd.point_edge_step(X, dX)
+    assert calls == []
+    assert abs(t[0] - 1.8e-8) < 1e-6 * 1.8e-8
+    _check_safe_and_tight(X[0], dX[0], t[0])
+
+
+def test_a_wrong_exact_answer_goes_to_a_capped_accd(monkeypatch):
+    """The safety net: an exact step that leaves less than half the margin
+    (rounding at gaps far below the motion) is replaced by ACCD's, capped."""
+    X = np.array([[[0.5, 0.1], [0.0, 0.0], [1.0, 0.0]], [[0.5, 1.0], [0.0, 0.0], [1.0, 0.0]]])
+    dX = np.array([[[0.0, -0.2], [0.0, 0.0], [0.0, 0.0]], [[0.0, -0.2], [0.0, 0.0], [0.0, 0.0]]])
+    monkeypatch.setattr(ccd, "_first_within", lambda P, t, radius: np.full(len(t), np.inf))
     calls = []
     real = ccd.accd_point_edge
     monkeypatch.setattr(
-        ccd, "accd_point_edge", lambda *a, **k: calls.append(k.get("max_iter")) or real(*a, **k)
+        ccd, "accd_point_edge", lambda *a, **k: calls.append((len(a[0]), k.get("max_iter"))) or real(*a, **k)
     )
-    t = ccd.point_edge_step(X, dX)
-    assert calls == [ccd.ACCD_FALLBACK_ITERS]
-    assert 0.0 < t[0] < 1e-6
-    roots = contact_times(X[0], dX[0])
-    assert all(r > t[0] for r in roots if r >= 0.0)
-    assert dist_at(X[0], dX[0], t[0])[0] > 0.0
+    step = ccd.point_edge_step(X, dX, eta=ETA)
+    assert calls == [(1, ccd.ACCD_FALLBACK_ITERS)]  # only the pair that would pass through
+    assert step[1] == 1.0 and 0.0 < step[0] < 0.5
+    assert dist_at(X[0], dX[0], step[0])[0] >= ETA * 0.1 * (1 - 1e-9)
 
 
 def test_collinear_pairs_get_the_exact_end_point_step():
     """Point, edge and motion on one line (the collinearity quadratic vanishes
-    identically): the distance is to the nearer end point.  Found by the
-    property test above: a pair 1.2e-7 beyond e0 whose far end moves got a
-    step of 0.1 from ACCD although it never comes closer."""
+    identically): the distance is to the nearer end point."""
     X = np.array([[[0.0, 1.192092896e-07], [0.0, 0.0], [0.0, -1.0]], [[0.0, 0.5], [0.0, 0.0], [0.0, -1.0]]])
     dX = np.array(
         [
             [[0.0, 0.0], [0.0, 0.0], [0.0, 0.001]],  # only the far end moves
-            [[0.0, -1.0], [0.0, 0.0], [0.0, 0.0]],
+            [[0.0, -1.0], [0.0, 0.0], [0.0, 0.0]],  # head-on at 1 m per step
         ]
-    )  # head-on at 1 m per step
+    )
     step = ccd.point_edge_step(X, dX, eta=ETA)
     assert step[0] == 1.0
     # the gap 0.5 - t reaches eta * 0.5 = 0.05 at t = 0.45
-    assert abs(step[1] - 0.45) < 1e-6 and dist_at(X[1], dX[1], step[1])[0] >= ETA * 0.5 * (1 - 1e-6)
+    assert abs(step[1] - 0.45) < 1e-9
+    _check_safe_and_tight(X[1], dX[1], step[1])
+
+
+def test_touching_pair_gets_zero_and_empty_input():
+    X = np.array([[[0.5, 0.0], [0.0, 0.0], [1.0, 0.0]]])
+    assert ccd.point_edge_step(X, np.ones_like(X))[0] == 0.0
+    assert ccd.point_edge_step(np.zeros((0, 3, 2)), np.zeros((0, 3, 2))).shape == (0,)
