@@ -18,8 +18,9 @@ from .contacts import build_contact_set, candidate_stencils, pair_friction, plan
 from .distance import case_and_distance_sq
 from .errors import ConvergenceError
 from .friction import FrictionSet
-from .linalg import BandOrdering, NotPositiveDefinite, Triplets, eliminate_fixed, solve
+from .linalg import BandOrdering, Triplets
 from .model import build_model
+from .newton import Newton
 from .potential import IncrementalPotential, StepConstants
 from .profiling import Timers
 from .validate import check_initial_geometry
@@ -27,8 +28,6 @@ from .validate import check_initial_geometry
 PENALTY_START = 1e3  # penalty stiffness relative to the vertex mass (IP units)
 PENALTY_GROWTH = 10.0
 PENALTY_ROUNDS = 4
-ARMIJO = 1e-4
-MIN_ALPHA = 1e-12
 GUESS_MIN_MOVE = 2.0  # try the inertial initial guess only for moves above this * dhat
 
 
@@ -102,7 +101,9 @@ class Simulation:
         self.gravity = np.asarray(p.gravity, float)
         self.timers = Timers()  # seconds per stage, for benchmarks
         self._state_stencils = None  # contact candidates at self.x, found by the last step
-        self._ordering = BandOrdering()  # fill-reducing order reused by the linear solves
+        self._newton = Newton(
+            p, self._feasible_step, lambda x: self._contact_set(x, x), BandOrdering(), self.timers
+        )
 
     # ------------------------------------------------------------ accessors
     def body_positions(self, i):
@@ -192,10 +193,11 @@ class Simulation:
         converged, message = False, ""
         while True:
             budget = p.max_newton_iters - total_iters
-            x, ok, iters, a_min, message, cs = self._newton(ip, x, fixed, budget, cs, energy)
-            total_iters += iters
-            min_alpha = min(min_alpha, a_min)
-            if not ok:
+            res = self._newton.solve(ip, x, fixed, budget, cs, energy)
+            x, cs, message = res.x, res.contacts, res.message
+            total_iters += res.iterations
+            min_alpha = min(min_alpha, res.min_alpha)
+            if not res.converged:
                 break
             if not pending:
                 converged = True
@@ -287,99 +289,6 @@ class Simulation:
             fixed[v] = False
             penalized[v] = True
         return fixed, penalized
-
-    def _newton(self, ip, x, fixed, budget, cs=None, energy=None):
-        """Newton (exact Hessian, projected when indefinite) with CCD-filtered backtracking.
-        cs (optional): a contact set holding every pair within dhat of x;
-        energy (optional): E(x).
-        Returns (x, converged, iterations, smallest alpha, message, contact set at x)."""
-        p = self.params
-        fixed_dof = np.repeat(fixed, 2)
-        if cs is None:
-            cs = self._contact_set(x, x)
-        min_alpha = 1.0
-        majorize = (np.zeros(len(ip.c.pair_friction), bool), np.zeros(len(ip.c.plane_friction), bool))
-        project = False  # exact Hessian until it fails to be positive definite
-        for it in range(budget + 1):
-            g, dx, majorize, project = self._newton_direction(ip, x, cs, fixed_dof, majorize, project)
-            if not np.all(np.isfinite(dx)):
-                return x, False, it, min_alpha, "linear solve produced non-finite values", cs
-            if np.abs(dx).max() / p.dt < p.newton_tol:
-                return x, True, it, min_alpha, "", cs
-            if it == budget:
-                break
-            alpha, cs = self._feasible_step(x, dx)
-            with self.timers("line_search"):
-                alpha, trial, energy = self._backtrack(
-                    ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel()))
-                )
-            if alpha is None:
-                return x, False, it + 1, min_alpha, "line search failed to decrease the energy", cs
-            # The energy at the accepted point is the next iteration's reference:
-            # every candidate set contains all pairs within dhat of it.
-            x, energy = x + alpha * dx, trial
-            min_alpha = min(min_alpha, alpha)
-        return (
-            x,
-            False,
-            budget,
-            min_alpha,
-            (
-                f"Newton did not converge in {p.max_newton_iters} iterations "
-                f"(last |dx|/h = {np.abs(dx).max() / p.dt:.3g} m/s, tolerance {p.newton_tol:g})"
-            ),
-            cs,
-        )
-
-    def _newton_direction(self, ip, x, cs, fixed_dof, majorize, project):
-        """Newton step: (g (2N,) it was solved with, dx (N,2), majorize, project).
-
-        The exact Hessian is tried first: near a solution in compression or
-        sliding contact its negative-curvature parts matter, and clamping them
-        (PSD projection) makes Newton converge only linearly.  If it is not
-        positive definite (the Cholesky factorization fails, or, where the
-        solver cannot tell, the step is not a descent direction) the
-        PSD-projected Hessian is used, for the rest of this Newton solve
-        (a pile's Hessian stays indefinite and each failed try costs a
-        factorization).
-        Friction contacts whose slip the step would reverse are switched to
-        their majorizing curvature for the rest of this Newton solve: the
-        exact friction Hessian is blind to the kink at zero slip and sends
-        such contacts back and forth.
-        """
-        p = self.params
-        while True:
-            T = ip.gradient_hessian(x, cs, majorize, project)
-            g = np.where(fixed_dof, 0.0, T.grad)
-            try:
-                with self.timers("linear_solve"):
-                    r, c, v = eliminate_fixed(*T.arrays(), fixed_dof)
-                    dx = solve(r, c, v, -g, p.linear_solver, require_pd=not project, ordering=self._ordering)
-                if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
-                    raise NotPositiveDefinite("exact Newton step is not a descent direction")
-            except NotPositiveDefinite:
-                project = True
-                continue
-            if not np.all(np.isfinite(dx)):
-                return g, dx.reshape(-1, 2), majorize, project
-            dx = dx.reshape(-1, 2)
-            # contacts this step sends across zero slip are majorized from the
-            # next iteration on (re-solving at once cost more on piles, where
-            # the factorization dominates, than the iterations it saved)
-            flips = ip.slip_reversals(x, dx)
-            return g, dx, tuple(m | f for m, f in zip(majorize, flips, strict=True)), project
-
-    @staticmethod
-    def _backtrack(ip, x, dx, alpha, cs, energy, slope):
-        """Armijo backtracking from alpha; returns (alpha or None, E(accepted), E(x))."""
-        if energy is None:
-            energy = ip.value(x, cs)
-        while alpha > MIN_ALPHA:
-            trial = ip.value(x + alpha * dx, cs)
-            if trial <= energy + ARMIJO * alpha * slope:
-                return alpha, trial, energy
-            alpha *= 0.5
-        return None, None, energy
 
     def _feasible_step(self, x, dx):
         """Largest alpha <= 1 with no inversion and no collision along x + alpha dx,
