@@ -83,7 +83,7 @@ setup_bpy() {
     local reqs
     mapfile -t reqs < <(extras blender solver tests)
     if [[ ! -x .venv/bin/python ]]; then
-        log ".venv: the bpy wheel is ~950 MB; the first download takes a while"
+        log ".venv: the bpy wheel is a 374 MB download (1.2 GB installed); the first run takes a while"
     fi
     ensure_venv .venv \
         'import bpy, numpy, scipy, pytest, hypothesis; assert bpy.app.version_string.startswith("5.0.1"), bpy.app.version_string' \
