@@ -288,6 +288,7 @@ def sim_params(scene, bodies_2d: list[np.ndarray]) -> SimParams:
         formulation=s.formulation,
         eps_v=s.eps_v,
         newton_tol=s.newton_tol,
+        force_tol=s.force_tol,
         max_newton_iters=s.max_newton_iters,
         gravity=_gravity(scene),
         strict=True,

@@ -52,6 +52,7 @@ def draw_scene(layout, context):
     col.prop(s, "formulation")
     col.prop(s, "eps_v")
     col.prop(s, "newton_tol")
+    col.prop(s, "force_tol")
     col.prop(s, "max_newton_iters")
     col.prop(s, "use_ground")
     if s.use_ground:

@@ -165,11 +165,19 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
     )
     newton_tol: FloatProperty(
         name="Newton Tolerance",
+        default=1e-2,
+        min=1e-9,
+        precision=5,
+        description="Newton stops when every vertex moves less than this per step [m/s] "
+        "and the forces balance (Force Tolerance)",
+    )
+    force_tol: FloatProperty(
+        name="Force Tolerance",
         default=1e-3,
         min=1e-9,
         precision=5,
-        description="Stop when |dx|_inf / dt is below this [m/s]. "
-        "Smaller values give more accurate sliding friction",
+        description="Newton stops only when every vertex's net force is below this fraction "
+        "of the forces acting on it (at least its weight): 1e-3 balances forces to 0.1 %",
     )
     max_newton_iters: IntProperty(name="Max Newton Iterations", default=100, min=1)
     use_ground: BoolProperty(name="Ground", default=False)

@@ -74,12 +74,22 @@ def _dof_block_pattern(dofs):
 
 
 class Triplets:
-    """Accumulates COO triplets of a symmetric global matrix and a gradient."""
+    """Accumulates COO triplets of a symmetric global matrix and a gradient.
+
+    grad (n_dof,): the gradient; magnitude (n_dof,): the sum of the absolute
+    values of every term added to it, the scale of the forces that grad
+    balances (Newton's stop test measures grad against it)."""
 
     def __init__(self, n_dof):
         self.n_dof = n_dof
         self.rows, self.cols, self.vals = [], [], []
         self.grad = np.zeros(n_dof)
+        self.magnitude = np.zeros(n_dof)
+
+    def add_dense_gradient(self, g):
+        """Add a gradient given for every DOF (n_dof,)."""
+        self.grad += g
+        self.magnitude += np.abs(g)
 
     def add_pattern(self, rows, cols, H):
         """Scatter blocks H whose (rows, cols) pattern is precomputed (block_pattern)."""
@@ -103,7 +113,9 @@ class Triplets:
 
     def add_gradient_at(self, dofs, g):
         """Scatter gradients g (n, 2k) at precomputed flat DOF indices (n * 2k,)."""
-        self.grad += np.bincount(dofs, weights=g.ravel(), minlength=self.n_dof)
+        g = g.ravel()
+        self.grad += np.bincount(dofs, weights=g, minlength=self.n_dof)
+        self.magnitude += np.bincount(dofs, weights=np.abs(g), minlength=self.n_dof)
 
     def arrays(self):
         return (np.concatenate(self.rows), np.concatenate(self.cols), np.concatenate(self.vals))

@@ -23,6 +23,7 @@ from .profiling import NullTimers
 
 ARMIJO = 1e-4  # sufficient-decrease constant of the backtracking line search
 MIN_ALPHA = 1e-12  # the line search gives up below this step
+MAJORIZE_ITERS = 1  # iterations a friction contact is majorized after a step reversed its slip
 
 
 @dataclass(frozen=True)
@@ -62,23 +63,33 @@ class Newton:
         self.contact_set = contact_set
         self.ordering = ordering or BandOrdering()  # fill-reducing order reused by the solves
         self.timers = timers or NullTimers()
+        self.g_ref = float(np.hypot(*params.gravity)) or 9.81  # weight scale [m/s^2]
 
     def solve(self, ip, x, fixed, budget, cs=None, energy=None) -> NewtonResult:
         """Minimize ip from x with the vertices fixed (N,) bool held in place, in
         at most budget iterations.  cs (optional): a contact set holding every
-        pair within dhat of x; energy (optional): ip's value at x."""
+        pair within dhat of x; energy (optional): ip's value at x.
+
+        Converged when both the step is small, ||dx||_inf / h < newton_tol,
+        and the forces balance (:func:`force_imbalance` <= force_tol): where
+        the Hessian is stiff (static friction, mu lambda / (eps_v h); pressed
+        contacts) a tiny step can leave a large force unbalanced.
+        """
         p = self.params
         fixed_dof = np.repeat(fixed, 2)
         if cs is None:
             cs = self.contact_set(x)
         min_alpha = 1.0
-        majorize = (np.zeros(len(ip.c.pair_friction), bool), np.zeros(len(ip.c.plane_friction), bool))
+        # per friction contact: iterations left with the majorizing curvature
+        majorize = (np.zeros(len(ip.c.pair_friction), int), np.zeros(len(ip.c.plane_friction), int))
         project = False  # exact Hessian until it fails to be positive definite
         for it in range(budget + 1):
-            g, dx, majorize, project = self._direction(ip, x, cs, fixed_dof, majorize, project)
+            g, acting, dx, majorize, project = self._direction(ip, x, cs, fixed_dof, majorize, project)
             if not np.all(np.isfinite(dx)):
                 return NewtonResult(x, False, it, min_alpha, "linear solve produced non-finite values", cs)
-            if np.abs(dx).max() / p.dt < p.newton_tol:
+            speed = np.abs(dx).max() / p.dt
+            imbalance = force_imbalance(g, acting, ip, self.g_ref)
+            if speed < p.newton_tol and imbalance <= p.force_tol:
                 return NewtonResult(x, True, it, min_alpha, "", cs)
             if it == budget:
                 break
@@ -86,21 +97,21 @@ class Newton:
             with self.timers("line_search"):
                 alpha, trial, energy = backtrack(ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())))
             if alpha is None:
-                return NewtonResult(
-                    x, False, it + 1, min_alpha, "line search failed to decrease the energy", cs
-                )
+                failed = "line search failed to decrease the energy"
+                return NewtonResult(x, False, it + 1, min_alpha, failed, cs)
             # The energy at the accepted point is the next iteration's reference:
             # every candidate set contains all pairs within dhat of it.
             x, energy = x + alpha * dx, trial
             min_alpha = min(min_alpha, alpha)
         message = (
-            f"Newton did not converge in {p.max_newton_iters} iterations "
-            f"(last |dx|/h = {np.abs(dx).max() / p.dt:.3g} m/s, tolerance {p.newton_tol:g})"
+            f"Newton did not converge in {p.max_newton_iters} iterations (last |dx|/h = {speed:.3g} m/s, "
+            f"tolerance {p.newton_tol:g}; force imbalance {imbalance:.3g}, tolerance {p.force_tol:g})"
         )
         return NewtonResult(x, False, budget, min_alpha, message, cs)
 
     def _direction(self, ip, x, cs, fixed_dof, majorize, project):
-        """Newton step: (g (2N,) it was solved with, dx (N,2), majorize, project).
+        """Newton step: (g (2N,) it was solved with, the magnitude (2N,) of
+        the forces making up g, dx (N,2), majorize, project).
 
         The exact Hessian is tried first: near a solution in compression or
         sliding contact its negative-curvature parts matter, and clamping them
@@ -110,14 +121,16 @@ class Newton:
         PSD-projected Hessian is used, for the rest of this Newton solve
         (a pile's Hessian stays indefinite and each failed try costs a
         factorization).
-        Friction contacts whose slip the step would reverse are switched to
-        their majorizing curvature for the rest of this Newton solve: the
-        exact friction Hessian is blind to the kink at zero slip and sends
-        such contacts back and forth.
+        Friction contacts whose slip the step would reverse get their
+        majorizing curvature phi'(|u|)/|u| for the next MAJORIZE_ITERS
+        iterations: the exact friction Hessian is blind to the kink at zero
+        slip and sends such contacts back and forth.  Only briefly: once
+        sliding, the majorizer (mu lambda / |u|) is far stiffer than the exact
+        curvature (zero) and Newton would crawl towards the slip.
         """
         p = self.params
         while True:
-            T = ip.gradient_hessian(x, cs, majorize, project)
+            T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project)
             g = np.where(fixed_dof, 0.0, T.grad)
             try:
                 with self.timers("linear_solve"):
@@ -129,13 +142,17 @@ class Newton:
                 project = True
                 continue
             if not np.all(np.isfinite(dx)):
-                return g, dx.reshape(-1, 2), majorize, project
+                return g, T.magnitude, dx.reshape(-1, 2), majorize, project
             dx = dx.reshape(-1, 2)
             # contacts this step sends across zero slip are majorized from the
-            # next iteration on (re-solving at once cost more on piles, where
-            # the factorization dominates, than the iterations it saved)
+            # next iteration on (re-solving at once cost more iterations on the
+            # compressing squares, and factorizations on piles)
             flips = ip.slip_reversals(x, dx)
-            return g, dx, tuple(m | f for m, f in zip(majorize, flips, strict=True)), project
+            majorize = tuple(
+                np.where(f, MAJORIZE_ITERS, np.maximum(m - 1, 0))
+                for m, f in zip(majorize, flips, strict=True)
+            )
+            return g, T.magnitude, dx, majorize, project
 
 
 def backtrack(ip, x, dx, alpha, cs, energy, slope):
@@ -150,3 +167,19 @@ def backtrack(ip, x, dx, alpha, cs, energy, slope):
             return alpha, trial, energy
         alpha *= 0.5
     return None, None, energy
+
+
+def force_imbalance(g, acting, ip, g_ref):
+    """Largest net force on a vertex relative to the forces acting on it [-].
+
+    g (2N,): gradient of the incremental potential, h^2 times the net force
+    on each vertex (fixed DOFs zeroed); acting (2N,): the summed magnitudes
+    of the terms making up g (inertia, elasticity, contact, friction,
+    penalty), at least the vertex's weight m g_ref h^2 (a body in free
+    flight has no other force).  0.01 means every vertex's forces balance to
+    1 % of the forces acting on it.
+    """
+    c = ip.c
+    net = np.hypot(g[0::2], g[1::2])
+    scale = np.hypot(acting[0::2], acting[1::2]) + c.pen_mass * g_ref * c.h * c.h
+    return float(np.max(net / scale, initial=0.0))

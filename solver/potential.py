@@ -91,12 +91,12 @@ class IncrementalPotential:
         h2 = c.h * c.h
         tm = self.timers
         with tm("inertia+penalty"):
-            T.grad += (m.mass[:, None] * (x - c.x_tilde)).ravel()
+            T.add_dense_gradient((m.mass[:, None] * (x - c.x_tilde)).ravel())
             diag = np.repeat(m.mass, 2)
             # penalty on prescribed vertices not yet at their target
             if c.penalized.any():
                 w = np.where(c.penalized, c.k_pen * c.pen_mass, 0.0)
-                T.grad += (w[:, None] * (x - c.target)).ravel()
+                T.add_dense_gradient((w[:, None] * (x - c.target)).ravel())
                 diag = diag + np.repeat(w, 2)
             T.add_diagonal(np.arange(2 * n), diag)
         with tm("elasticity"):

@@ -122,7 +122,12 @@ class SimParams:
     formulation: 'original' (sum over point-edge pairs) or 'convergent'
         (duplicate point-point terms subtracted, seed 004).
     eps_v: friction smoothing velocity [m/s].
-    newton_tol: convergence when ||dx||_inf / dt < newton_tol [m/s].
+    newton_tol: Newton converges when ||dx||_inf / dt < newton_tol [m/s] and
+        the forces balance (force_tol).
+    force_tol: ... and when every vertex's net force is below force_tol times
+        the forces acting on it (at least its weight) [-]: a Newton step can
+        be tiny while a large force is unbalanced (static friction, stiff
+        contact), so the step size alone cannot tell convergence.
     max_newton_iters: iteration cap per step (per penalty round).
     gravity: (2,) [m/s^2].
     strict: raise ConvergenceError when a step does not converge; otherwise
@@ -136,6 +141,7 @@ class SimParams:
     formulation: str = "original"
     eps_v: float = 1e-3
     newton_tol: float = 1e-2
+    force_tol: float = 1e-3
     max_newton_iters: int = 100
     gravity: tuple[float, float] = (0.0, -9.81)
     strict: bool = True

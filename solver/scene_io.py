@@ -541,6 +541,7 @@ def _parse_params(data, path):
     formulation = _string(data.get("formulation", d.formulation), p("formulation"), FORMULATIONS)
     eps_v = _number(data.get("eps_v", d.eps_v), p("eps_v"), lo=0, lo_open=True)
     tol = _number(data.get("newton_tol", d.newton_tol), p("newton_tol"), lo=0, lo_open=True)
+    force_tol = _number(data.get("force_tol", d.force_tol), p("force_tol"), lo=0, lo_open=True)
     iters = _integer(data.get("max_newton_iters", d.max_newton_iters), p("max_newton_iters"), lo=1)
     gravity = _vec2(data.get("gravity", list(d.gravity)), p("gravity"))
     strict = _boolean(data.get("strict", d.strict), p("strict"))
@@ -552,6 +553,7 @@ def _parse_params(data, path):
         formulation=formulation,
         eps_v=eps_v,
         newton_tol=tol,
+        force_tol=force_tol,
         max_newton_iters=iters,
         gravity=(float(gravity[0]), float(gravity[1])),
         strict=strict,
@@ -644,6 +646,7 @@ def _params_to_dict(p):
         "formulation": p.formulation,
         "eps_v": float(p.eps_v),
         "newton_tol": float(p.newton_tol),
+        "force_tol": float(p.force_tol),
         "max_newton_iters": int(p.max_newton_iters),
         "gravity": _floats(p.gravity),
         "strict": bool(p.strict),

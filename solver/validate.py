@@ -49,6 +49,7 @@ def check_params(p):
         raise SolverInputError(f"params.formulation must be one of {FORMULATIONS}, got {p.formulation!r}")
     _positive(p.eps_v, "params.eps_v")
     _positive(p.newton_tol, "params.newton_tol")
+    _positive(p.force_tol, "params.force_tol")
     if not isinstance(p.max_newton_iters, (int, np.integer)) or p.max_newton_iters < 1:
         raise SolverInputError(f"params.max_newton_iters must be an integer >= 1, got {p.max_newton_iters!r}")
     g = np.asarray(p.gravity, float)

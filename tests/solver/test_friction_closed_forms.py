@@ -1,0 +1,195 @@
+"""Friction and contact against closed forms, at the DEFAULT Newton settings
+(issue 11): a user cannot be expected to tune newton_tol below eps_v, so
+every check here runs with SimParams' own newton_tol and force_tol, for both
+time steps an artist picks most (100 Hz, 4 substeps at 24 fps) and both
+friction smoothings (eps_v = 1e-4 and 1e-3 m/s).
+
+* a block on a slope slides with a = g (sin theta - mu cos theta) (within
+  2 %) when tan theta > mu and creeps less than eps_v t when it sticks;
+* a block pushed along flat ground stops after the implicit-Euler distance
+  (within 2 %);
+* a stack of three squares rests with a ground reaction equal to its weight
+  (within 0.1 %).
+
+Scenes are built here from invariants.grid_square; reference values come
+from the formulas, never from the solver.  Tables of the measured values:
+``python3 -m tests.solver.test_friction_closed_forms``.
+"""
+
+import math
+import sys
+
+import numpy as np
+import pytest
+from invariants import grid_square
+
+from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation, barrier
+
+G = 9.81
+SIDE = 0.1
+DENSITY = 1000.0
+STEPS = (0.01, 1.0 / 96.0)  # 100 Hz; 24 fps x 4 substeps
+SMOOTHING = (1e-4, 1e-3)
+THETAS = (20.0, 35.0, 50.0)
+MUS = (0.1, 0.2, 0.5)
+
+
+def _params(dt, eps_v, **kw):
+    """Library defaults but for the time step and friction smoothing (and a gap
+    a tenth of the block's size: the default 1 cm would be the block itself)."""
+    return SimParams(dt=dt, eps_v=eps_v, dhat=1e-3, kappa=1e5, **kw)
+
+
+def _block(center, angle=0.0, mu=0.5, velocity=(0.0, 0.0), name="block"):
+    v, t = grid_square(SIDE, 2, center, angle=angle)
+    return Body(name, v, t, Material(E=1e6, nu=0.3, density=DENSITY, mu=mu), velocity=np.asarray(velocity))
+
+
+def slope_track(theta_deg, mu, dt, eps_v, duration=0.8):
+    """Up-slope coordinate of the block's centroid after every step, (steps,)."""
+    th = math.radians(theta_deg)
+    c, s = math.cos(th), math.sin(th)
+    lift = 0.5 * SIDE + 1.5e-3  # bottom face 1.5 dhat above the slope
+    centre = (-s * lift, c * lift)
+    scene = Scene(
+        bodies=(_block(centre, th, mu),),
+        half_planes=(HalfPlane((0.0, 0.0), (-s, c), mu, "slope"),),
+        params=_params(dt, eps_v),
+    )
+    sim = Simulation(scene)
+    up = np.array([c, s])
+    return np.array(
+        [sim.step() and sim.body_positions(0).mean(axis=0) @ up for _ in range(round(duration / dt))]
+    )
+
+
+def sliding_acceleration(theta_deg, mu, dt, eps_v):
+    """Down-slope acceleration fitted after landing and settling (t > 0.2 s)."""
+    track = slope_track(theta_deg, mu, dt, eps_v)
+    t = dt * np.arange(1, len(track) + 1)
+    late = t > 0.2
+    return -2.0 * np.polyfit(t[late], track[late], 2)[0]
+
+
+def stopping_distance(mu, v0, dt, eps_v):
+    """Distance a block resting on flat ground slides after it is given the
+    velocity v0 (it settles at rest first, so the normal force is its weight)."""
+    scene = Scene(
+        bodies=(_block((0.0, 0.5 * SIDE + 1.5e-3), mu=mu),),
+        half_planes=(HalfPlane((0.0, 0.0), (0.0, 1.0), mu, "ground"),),
+        params=_params(dt, eps_v),
+    )
+    sim = Simulation(scene)
+    for _ in range(round(0.3 / dt)):
+        sim.step()
+    sim.v[:, 0] += v0
+    x0 = sim.body_positions(0).mean(axis=0)[0]
+    for _ in range(round(1.5 * v0 / (mu * G) / dt)):
+        sim.step()
+    return sim.body_positions(0).mean(axis=0)[0] - x0
+
+
+def implicit_euler_stopping_distance(mu, v0, dt):
+    """v_k+1 = v_k - h mu g while sliding, x_k+1 = x_k + h v_k+1, stopping at 0."""
+    a = mu * G
+    n = math.floor(v0 / (a * dt))
+    return dt * (n * v0 - a * dt * n * (n + 1) / 2.0)
+
+
+def stack_reaction(dt, eps_v):
+    """(ground reaction [N], weight [N]) of three stacked squares after 1 s."""
+    gap = 1.5e-3
+    bodies = tuple(_block((0.0, gap + (k + 0.5) * SIDE + k * gap), name=f"square{k}") for k in range(3))
+    scene = Scene(
+        bodies=bodies,
+        half_planes=(HalfPlane((0.0, 0.0), (0.0, 1.0), 0.5, "ground"),),
+        params=_params(dt, eps_v),
+    )
+    sim = Simulation(scene)
+    for _ in range(round(1.0 / dt)):
+        sim.step()
+    m = sim.model
+    pts = np.flatnonzero(~m.is_collider)
+    coef = sim.kappa * scene.params.dhat * m.weight[pts]
+    normal = np.tile([0.0, 1.0], (len(pts), 1))
+    force = barrier.hp_contact_force(sim.x[pts], np.zeros_like(normal), normal, coef, scene.params.dhat)
+    weight = 3 * DENSITY * SIDE * SIDE * G
+    return float(force.sum()), weight
+
+
+@pytest.mark.parametrize("dt", STEPS)
+@pytest.mark.parametrize("eps_v", SMOOTHING)
+@pytest.mark.parametrize(
+    "theta, mu", [(th, mu) for th in THETAS for mu in MUS if math.tan(math.radians(th)) > mu]
+)
+def test_slope_sliding_acceleration_within_2_percent(theta, mu, dt, eps_v):
+    exact = G * (math.sin(math.radians(theta)) - mu * math.cos(math.radians(theta)))
+    assert sliding_acceleration(theta, mu, dt, eps_v) == pytest.approx(exact, rel=0.02)
+
+
+@pytest.mark.parametrize("dt", STEPS)
+@pytest.mark.parametrize("eps_v", SMOOTHING)
+@pytest.mark.parametrize(
+    "theta, mu", [(th, mu) for th in THETAS for mu in MUS if math.tan(math.radians(th)) < mu]
+)
+def test_slope_sticking_drifts_less_than_eps_v_t(theta, mu, dt, eps_v):
+    track = slope_track(theta, mu, dt, eps_v)
+    settled = round(0.2 / dt)
+    t = dt * (len(track) - settled)
+    # smooth static friction lets a stuck block creep below eps_v
+    assert np.abs(track[settled:] - track[settled]).max() < eps_v * t
+
+
+@pytest.mark.parametrize("dt", STEPS)
+@pytest.mark.parametrize("eps_v", SMOOTHING)
+@pytest.mark.parametrize("mu", [0.2, 0.5])
+def test_stopping_distance_within_2_percent_of_implicit_euler(mu, dt, eps_v):
+    v0 = 1.0
+    assert stopping_distance(mu, v0, dt, eps_v) == pytest.approx(
+        implicit_euler_stopping_distance(mu, v0, dt), rel=0.02
+    )
+
+
+@pytest.mark.parametrize("dt", STEPS)
+@pytest.mark.parametrize("eps_v", SMOOTHING)
+def test_stack_ground_reaction_equals_weight(dt, eps_v):
+    reaction, weight = stack_reaction(dt, eps_v)
+    assert reaction == pytest.approx(weight, rel=1e-3)
+
+
+def _tables():
+    print("| theta | mu | dt | eps_v | a measured | a exact | error |\n|---|---|---|---|---|---|---|")
+    for th in THETAS:
+        for mu in MUS:
+            for dt in STEPS:
+                for eps_v in SMOOTHING:
+                    exact = G * (math.sin(math.radians(th)) - mu * math.cos(math.radians(th)))
+                    if math.tan(math.radians(th)) > mu:
+                        a = sliding_acceleration(th, mu, dt, eps_v)
+                        err = f"{100 * (a / exact - 1):+.2f} %"
+                        print(f"| {th:g} | {mu:g} | {dt:.4g} | {eps_v:g} | {a:.4f} | {exact:.4f} | {err} |")
+                    else:
+                        track = slope_track(th, mu, dt, eps_v)
+                        k = round(0.2 / dt)
+                        drift = np.abs(track[k:] - track[k]).max()
+                        limit = eps_v * dt * (len(track) - k)
+                        row = f"| {th:g} | {mu:g} | {dt:.4g} | {eps_v:g}"
+                        print(f"{row} | sticks: drift {drift:.2e} m | < {limit:.1e} m | |")
+    print("\n| mu | dt | eps_v | distance | implicit Euler | error |\n|---|---|---|---|---|---|")
+    for mu in (0.2, 0.5):
+        for dt in STEPS:
+            for eps_v in SMOOTHING:
+                d, ref = stopping_distance(mu, 1.0, dt, eps_v), implicit_euler_stopping_distance(mu, 1.0, dt)
+                print(
+                    f"| {mu:g} | {dt:.4g} | {eps_v:g} | {d:.5f} | {ref:.5f} | {100 * (d / ref - 1):+.2f} % |"
+                )
+    print("\n| dt | eps_v | ground reaction [N] | weight [N] | error |\n|---|---|---|---|---|")
+    for dt in STEPS:
+        for eps_v in SMOOTHING:
+            r, w = stack_reaction(dt, eps_v)
+            print(f"| {dt:.4g} | {eps_v:g} | {r:.5f} | {w:.5f} | {100 * (r / w - 1):+.4f} % |")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, "tests/solver")
+    _tables()

@@ -1,0 +1,86 @@
+"""solver/newton.py: the stop test (step size AND force balance) and its
+ingredients, Triplets.magnitude and force_imbalance."""
+
+import math
+import types
+import warnings
+
+import numpy as np
+import pytest
+from invariants import grid_square
+
+from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation
+from solver.linalg import Triplets
+from solver.newton import force_imbalance
+
+
+def test_triplets_magnitude_sums_the_absolute_terms():
+    T = Triplets(4)
+    T.add_dense_gradient(np.array([1.0, -2.0, 0.0, 0.5]))
+    T.add_gradient_at(np.array([0, 1, 0, 1]), np.array([[-1.0, 2.0, 3.0, -4.0]]))
+    np.testing.assert_allclose(T.grad, [3.0, -4.0, 0.0, 0.5])
+    np.testing.assert_allclose(T.magnitude, [5.0, 8.0, 0.0, 0.5])
+
+
+def test_force_imbalance_is_net_over_acting_plus_weight():
+    h, g_ref = 0.01, 9.81
+    mass = np.array([2.0, 3.0])
+    ip = types.SimpleNamespace(c=types.SimpleNamespace(h=h, pen_mass=mass))
+    g = np.array([3.0, 4.0, 0.0, 1e-9])  # net forces 5 and 1e-9 (IP units)
+    acting = np.array([30.0, 40.0, 0.0, 0.0])  # 50 acting on vertex 0, nothing on vertex 1
+    expected = max(5.0 / (50.0 + 2.0 * g_ref * h * h), 1e-9 / (3.0 * g_ref * h * h))
+    assert force_imbalance(g, acting, ip, g_ref) == pytest.approx(expected, rel=1e-12)
+    assert force_imbalance(np.zeros(4), acting, ip, g_ref) == 0.0
+
+
+THETA = math.radians(35.0)
+
+
+def _slope(newton_tol, force_tol, theta=THETA, mu=0.2, eps_v=1e-4):
+    c, s = math.cos(theta), math.sin(theta)
+    lift = 0.05 + 1.5e-3
+    v, t = grid_square(0.1, 2, (-s * lift, c * lift), angle=theta)
+    scene = Scene(
+        bodies=(Body("block", v, t, Material(E=1e6, nu=0.3, density=1000.0, mu=mu)),),
+        half_planes=(HalfPlane((0.0, 0.0), (-s, c), mu, "slope"),),
+        params=SimParams(
+            dt=0.01, dhat=1e-3, kappa=1e5, eps_v=eps_v, newton_tol=newton_tol, force_tol=force_tol
+        ),
+    )
+    return scene, np.array([c, s])
+
+
+def _speed_after(scene, tangent, steps):
+    sim = Simulation(scene)
+    for _ in range(steps):
+        sim.step()
+    return -float(sim.v[~sim.model.is_collider].mean(axis=0) @ tangent)
+
+
+def test_a_tiny_step_in_the_static_friction_zone_does_not_stop_newton():
+    """Issue 11: with newton_tol = 1e-2 >> eps_v = 1e-4 the step-size test alone
+    stops Newton in the stiff static zone and the block never slides (the
+    check below fails with force_tol effectively off); the force test keeps
+    Newton going until the 56 N of unbalanced force are gone."""
+    scene, tangent = _slope(newton_tol=1e-2, force_tol=1e-3)
+    a = 9.81 * (math.sin(math.radians(35.0)) - 0.2 * math.cos(math.radians(35.0)))
+    v = _speed_after(scene, tangent, 60)
+    assert v == pytest.approx(a * 0.6, rel=0.1)  # slides (landing takes a few steps)
+    frozen, _ = _slope(newton_tol=1e-2, force_tol=1e30)
+    assert _speed_after(frozen, tangent, 60) < 0.01 * a * 0.6  # the old test: stuck
+
+
+def test_non_convergence_message_names_both_tolerances():
+    scene, _ = _slope(newton_tol=1e-2, force_tol=1e-3)
+    scene = Scene(
+        bodies=scene.bodies,
+        half_planes=scene.half_planes,
+        params=SimParams(**{**scene.params.__dict__, "max_newton_iters": 1, "strict": False}),
+    )
+    sim = Simulation(scene)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        stats = [sim.step() for _ in range(10)]
+    failed = [s for s in stats if not s.converged]
+    assert failed, "one iteration per step cannot converge the landing"
+    assert "force imbalance" in failed[0].message and "tolerance 0.001" in failed[0].message
