@@ -3,11 +3,12 @@ CCD-filtered backtracking line search.
 
 :class:`Newton` minimizes an :class:`~solver.potential.IncrementalPotential`
 from a start x: each iteration solves with the exact Hessian while it is
-positive definite and with the PSD-projected one for the rest of the solve
-once it is not, asks the caller's ``feasible_step`` for the largest
+positive definite and with the PSD-projected one once it is not (until
+the steps are small again), asks the caller's ``feasible_step`` for the largest
 collision- and inversion-free fraction of the step (CCD), and backtracks
-from there until the energy decreases enough (Armijo).  The result is a
-:class:`NewtonResult`.
+from there until the energy decreases enough (Armijo).  It stops when the
+step is small AND the forces balance (see :meth:`Newton.solve`).  The
+result is a :class:`NewtonResult`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from .profiling import NullTimers
 
 ARMIJO = 1e-4  # sufficient-decrease constant of the backtracking line search
 MIN_ALPHA = 1e-12  # the line search gives up below this step
+STALL = 1e-6  # an accepted step this small (relative to newton_tol) is no progress
+RETRY_EXACT = 10.0  # try the exact Hessian again once |dx|/h < this * newton_tol
 MAJORIZE_ITERS = 1  # iterations a friction contact is majorized after a step reversed its slip
 
 
@@ -73,7 +76,9 @@ class Newton:
         Converged when both the step is small, ||dx||_inf / h < newton_tol,
         and the forces balance (:func:`force_imbalance` <= force_tol): where
         the Hessian is stiff (static friction, mu lambda / (eps_v h); pressed
-        contacts) a tiny step can leave a large force unbalanced.
+        contacts) a tiny step can leave a large force unbalanced.  When the
+        step is small and the line search cannot make progress along it (the
+        energy's rounding hides the remaining force), the step test decides.
         """
         p = self.params
         fixed_dof = np.repeat(fixed, 2)
@@ -85,6 +90,10 @@ class Newton:
         project = False  # exact Hessian until it fails to be positive definite
         for it in range(budget + 1):
             g, acting, dx, majorize, project = self._direction(ip, x, cs, fixed_dof, majorize, project)
+            if project and np.abs(dx).max() / p.dt < RETRY_EXACT * p.newton_tol:
+                # near the solution the exact Hessian is often definite again, and
+                # projected Newton would only converge linearly to the force test
+                project = False
             if not np.all(np.isfinite(dx)):
                 return NewtonResult(x, False, it, min_alpha, "linear solve produced non-finite values", cs)
             speed = np.abs(dx).max() / p.dt
@@ -96,6 +105,11 @@ class Newton:
             alpha, cs = self.feasible_step(x, dx)
             with self.timers("line_search"):
                 alpha, trial, energy = backtrack(ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())))
+            if speed < p.newton_tol and (alpha is None or alpha * speed < STALL * p.newton_tol):
+                # The step is small and the energy cannot resolve a decrease
+                # along it (rounding): what force is left is below what this
+                # energy can balance, so stop as the step test alone would.
+                return NewtonResult(x, True, it, min_alpha, "", cs)
             if alpha is None:
                 failed = "line search failed to decrease the energy"
                 return NewtonResult(x, False, it + 1, min_alpha, failed, cs)
@@ -118,9 +132,9 @@ class Newton:
         (PSD projection) makes Newton converge only linearly.  If it is not
         positive definite (the Cholesky factorization fails, or, where the
         solver cannot tell, the step is not a descent direction) the
-        PSD-projected Hessian is used, for the rest of this Newton solve
-        (a pile's Hessian stays indefinite and each failed try costs a
-        factorization).
+        PSD-projected Hessian is used until the step is within RETRY_EXACT
+        times the tolerance (a pile's Hessian stays indefinite far from the
+        solution, and each failed try costs a factorization).
         Friction contacts whose slip the step would reverse get their
         majorizing curvature phi'(|u|)/|u| for the next MAJORIZE_ITERS
         iterations: the exact friction Hessian is blind to the kink at zero

@@ -84,3 +84,27 @@ def test_non_convergence_message_names_both_tolerances():
     failed = [s for s in stats if not s.converged]
     assert failed, "one iteration per step cannot converge the landing"
     assert "force imbalance" in failed[0].message and "tolerance 0.001" in failed[0].message
+
+
+def test_a_stalled_line_search_ends_on_the_step_test(monkeypatch):
+    """When the energy cannot resolve a decrease along a small step (the line
+    search only accepts steps of ~1e-12), the forces left are below what the
+    energy can balance: Newton stops, converged iff the step is small."""
+    from solver import newton
+
+    def stalled(ip, x, dx, alpha, cs, energy, slope):
+        return 1e-12, ip.value(x, cs), ip.value(x, cs)
+
+    monkeypatch.setattr(newton, "backtrack", stalled)
+    for newton_tol, converged in ((1e3, True), (1e-12, False)):
+        scene, _ = _slope(newton_tol=newton_tol, force_tol=1e-9)
+        scene = Scene(
+            bodies=scene.bodies,
+            half_planes=scene.half_planes,
+            params=SimParams(**{**scene.params.__dict__, "max_newton_iters": 5, "strict": False}),
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            stats = Simulation(scene).step()
+        assert stats.converged is converged
+        assert stats.newton_iters == (0 if converged else 5)
