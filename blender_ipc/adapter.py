@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
@@ -33,6 +33,7 @@ from .solver import (
     Simulation,
     SolverInputError,
 )
+from .solver.collider_check import compact_ranges
 
 KEY_PREFIX = "IPC_Bake_"
 # (first in-plane axis, second in-plane axis, out-of-plane axis) in world XYZ.
@@ -509,6 +510,81 @@ class BakeStats:
     wall_time: float = 0.0
     newton_iters: int = 0
     min_distance: float = math.inf
+    # Per computed frame (frame_start + 1, ...), per collider: the largest lag behind its
+    # animation and the smallest signed distance to the bodies at its animated position
+    # (negative: overlap), over the frame's substeps [m].
+    collider_lag: list = field(default_factory=list)
+    collider_distance: list = field(default_factory=list)
+
+
+def format_length(metres: float) -> str:
+    """'34 µm', '3.4 mm', '0.12 m': three significant digits in a readable unit."""
+    a = abs(metres)
+    for unit, scale in (("m", 1.0), ("mm", 1e-3), ("µm", 1e-6)):
+        if a >= scale:
+            return f"{metres / scale:.3g} {unit}"
+    return f"{metres / 1e-9:.3g} nm"
+
+
+@dataclass(frozen=True)
+class ColliderReport:
+    """How one collider followed its animation during a bake (frames are scene frames)."""
+
+    name: str
+    lag: float  # largest distance of a vertex behind its animation [m]
+    distance: float  # smallest signed distance to the bodies as animated [m]; inf: never near
+    lag_frames: str  # frames with a lag above the contact gap, e.g. "37-61"
+    overlap_frames: str  # frames in which the bodies overlap it as animated
+
+    @property
+    def overlap(self) -> float:
+        return max(0.0, -self.distance)
+
+
+def collider_reports(names, frame_start, lags, distances, dhat):
+    """Per collider, from per-frame arrays (F, C) of the frames frame_start + 1 ...; a lag
+    counts from the contact gap dhat on: a collider held off a body by the barrier stays up
+    to dhat short of its key, which is the gap the user accepted as invisible."""
+    frames = frame_start + 1 + np.arange(len(lags))
+    out = []
+    for j, name in enumerate(names):
+        lag, dist = lags[:, j], distances[:, j]
+        out.append(
+            ColliderReport(
+                name,
+                float(lag.max(initial=0.0)),
+                float(dist.min(initial=math.inf)),
+                compact_ranges(frames[lag > dhat]),
+                compact_ranges(frames[dist < 0.0]),
+            )
+        )
+    return out
+
+
+def lag_warning(reports, dhat) -> str:
+    """The bake's warning about colliders that could not follow their animation ('' if none)."""
+    parts = []
+    for r in reports:
+        if not (r.overlap_frames or r.lag_frames):
+            continue
+        text = f"collider '{r.name}' could not follow its animation: "
+        if r.overlap_frames:
+            text += (
+                f"the baked bodies overlap it as animated by up to {format_length(r.overlap)} "
+                f"at frames {r.overlap_frames}; "
+            )
+        text += f"it lags up to {format_length(r.lag)} behind its keys"
+        if r.lag_frames:
+            text += f" (more than the contact gap {format_length(dhat)} at frames {r.lag_frames})"
+        parts.append(text)
+    if not parts:
+        return ""
+    return (
+        "IPC: "
+        + "; ".join(parts)
+        + ". It is keyed further than the bodies can be compressed: key it to stop higher, "
+        "or make the bodies softer"
+    )
 
 
 class BakeJob:
@@ -581,10 +657,14 @@ class BakeJob:
         """Advance one frame (all its substeps). Solver failures end the job with a message."""
         frame = self.frame_start + self.frames_done
         try:
+            n_col = len(self.collider_objs)
+            lag, dist = np.zeros(n_col), np.full(n_col, math.inf)
             for _ in range(self.substeps):
                 st = self.sim.step()
                 self.stats.newton_iters += st.newton_iters
                 self.stats.min_distance = min(self.stats.min_distance, st.min_distance)
+                lag = np.maximum(lag, st.collider_lags)
+                dist = np.minimum(dist, st.animated_collider_distances)
         except (ConvergenceError, SolverInputError) as err:
             self.failure = f"Solver failed at frame {frame}: {err}"
             return
@@ -593,6 +673,25 @@ class BakeJob:
             return
         self.frames.append([self.sim.body_positions(i).copy() for i in range(len(self.inputs))])
         self.stats.frames = self.frames_done
+        self.stats.collider_lag.append(lag)
+        self.stats.collider_distance.append(dist)
+
+    def _collider_frames(self):
+        """Per computed frame (F, C): largest lag and smallest animated distance [m]."""
+        shape = (len(self.stats.collider_lag), len(self.collider_objs))
+        lags = np.array(self.stats.collider_lag, float).reshape(shape)
+        return lags, np.array(self.stats.collider_distance, float).reshape(shape)
+
+    def collider_reports(self) -> list[ColliderReport]:
+        """How each collider followed its animation over the frames computed so far."""
+        lags, dists = self._collider_frames()
+        names = [o.name for o in self.collider_objs]
+        return collider_reports(names, self.frame_start, lags, dists, self.solver_scene.params.dhat)
+
+    @property
+    def warning(self) -> str:
+        """Colliders that could not follow their animation, or ''."""
+        return lag_warning(self.collider_reports(), self.solver_scene.params.dhat)
 
     def step(self, budget: float | None = None) -> bool:
         """Compute frames until done or `budget` seconds have passed; returns ``done``."""
@@ -633,3 +732,20 @@ class BakeJob:
         s.stat_newton_iters = self.stats.newton_iters
         s.stat_min_distance = self.stats.min_distance if math.isfinite(self.stats.min_distance) else -1.0
         s.stat_message = self.failure or ""
+        reports = self.collider_reports()
+        near = [r.distance for r in reports if math.isfinite(r.distance)]
+        s.stat_collider_near = bool(near)
+        s.stat_collider_distance = min(near, default=0.0)
+        s.stat_collider_lag = max((r.lag for r in reports), default=0.0)
+        lags, dists = self._collider_frames()
+        frames = self.frame_start + 1 + np.arange(len(lags))
+        s.stat_lag_frames = compact_ranges(frames[(lags > self.solver_scene.params.dhat).any(axis=1)])
+        s.stat_overlap_frames = compact_ranges(frames[(dists < 0.0).any(axis=1)])
+        s.stat_warning = lag_warning(reports, self.solver_scene.params.dhat)
+        s.stat_colliders.clear()
+        for r in reports:
+            item = s.stat_colliders.add()
+            item.name, item.lag = r.name, r.lag
+            item.near = math.isfinite(r.distance)
+            item.distance = r.distance if item.near else 0.0
+            item.lag_frames, item.overlap_frames = r.lag_frames, r.overlap_frames

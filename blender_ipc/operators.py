@@ -133,11 +133,17 @@ class IPC_OT_bake(bpy.types.Operator):
     def _finish(self, context, job):
         keep = context.scene.ipc.keep_partial
         written = job.finish(keep_partial=keep)
+        warning = job.warning if written else ""
         if job.failure:
+            if warning:
+                self.report({"WARNING"}, warning)
             note = " (frames up to the failure were kept)" if written else " (nothing was changed)"
             self.report({"ERROR"}, job.failure + note)
             return {"FINISHED"} if written else {"CANCELLED"}
         self.report({"INFO"}, f"IPC: baked {job.n_frames} frames in {job.stats.wall_time:.1f} s")
+        if warning:
+            # last, so that it is what the status bar shows
+            self.report({"WARNING"}, warning)
         return {"FINISHED"}
 
     def execute(self, context):

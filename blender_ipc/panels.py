@@ -76,10 +76,45 @@ def draw_bake(layout, context):
         box = layout.box()
         box.label(text=f"Last bake: {s.stat_frames} frames in {s.stat_wall_time:.1f} s")
         box.label(text=f"Newton iterations: {s.stat_newton_iters}")
-        dist = "none in range" if s.stat_min_distance < 0 else f"{s.stat_min_distance:.3g} m"
-        box.label(text=f"Smallest distance: {dist}")
+        draw_distances(box, s)
         if s.stat_message:
             box.label(text=s.stat_message, icon="ERROR")
+
+
+def smallest_distance(s):
+    """The last bake's smallest distance [m], or None if nothing came within range: the smaller
+    of the solver's contact distance and the distance to the colliders at their ANIMATED
+    positions, so an overlap with a collider that lagged behind its animation shows (negative)
+    even though the solver's own gap stayed positive."""
+    values = [s.stat_min_distance] if s.stat_min_distance >= 0 else []
+    if s.stat_collider_near:
+        values.append(s.stat_collider_distance)
+    return min(values) if values else None
+
+
+def draw_distances(box, s):
+    d = smallest_distance(s)
+    if d is None:
+        box.label(text="Smallest distance: none in range")
+    elif d < 0:
+        box.label(text=f"Smallest distance: {adapter.format_length(d)} (overlap)", icon="ERROR")
+    else:
+        box.label(text=f"Smallest distance: {adapter.format_length(d)}")
+    for c in s.stat_colliders:
+        if c.overlap_frames:
+            box.label(
+                text=f"Overlap {adapter.format_length(-c.distance)} with {c.name} "
+                f"at frames {c.overlap_frames}",
+                icon="ERROR",
+            )
+        if c.lag_frames:
+            box.label(
+                text=f"{c.name} lags its animation by up to {adapter.format_length(c.lag)} "
+                f"(frames {c.lag_frames})",
+                icon="ERROR",
+            )
+    if s.stat_warning:
+        box.label(text="Key the collider to stop higher, or make the bodies softer", icon="INFO")
 
 
 class IPC_PT_physics(bpy.types.Panel):

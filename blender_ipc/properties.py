@@ -6,6 +6,7 @@ Only data definitions live here; reading them into solver arrays is the adapter'
 import bpy
 from bpy.props import (
     BoolProperty,
+    CollectionProperty,
     EnumProperty,
     FloatProperty,
     FloatVectorProperty,
@@ -114,6 +115,36 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
     bake_message: StringProperty(options={"HIDDEN"})
 
 
+class IPC_ColliderStat(bpy.types.PropertyGroup):
+    """How one collider followed its animation in the last bake (``name``: the object)."""
+
+    lag: FloatProperty(
+        name="Lag",
+        description="Largest distance by which the collider stayed behind its animation, "
+        "blocked by the bodies [m]",
+        unit="LENGTH",
+    )
+    distance: FloatProperty(
+        name="Distance as Animated",
+        description="Smallest distance between the bodies and the collider at its animated "
+        "position [m]; negative: the bodies overlap it by that much",
+        unit="LENGTH",
+    )
+    near: BoolProperty(
+        name="Near",
+        description="The collider came within reach of the contact gap (else Distance is unset)",
+    )
+    lag_frames: StringProperty(
+        name="Lag Frames",
+        description="Frames in which the collider lagged behind its animation by more than the "
+        "contact gap d\u0302, e.g. '37-61'",
+    )
+    overlap_frames: StringProperty(
+        name="Overlap Frames",
+        description="Frames in which the bodies overlap the collider at its animated position",
+    )
+
+
 class IPC_SceneSettings(bpy.types.PropertyGroup):
     plane: EnumProperty(
         name="Plane",
@@ -192,11 +223,54 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
     stat_frames: IntProperty(options={"HIDDEN"})
     stat_wall_time: FloatProperty(options={"HIDDEN"})
     stat_newton_iters: IntProperty(options={"HIDDEN"})
-    stat_min_distance: FloatProperty(options={"HIDDEN"})
+    stat_min_distance: FloatProperty(
+        options={"HIDDEN"},
+        description="Smallest contact distance the solver kept during the last bake [m] "
+        "(-1: nothing came within range); against the colliders where the solver could put "
+        "them, see Collider Distance for where they are animated",
+    )
     stat_message: StringProperty(options={"HIDDEN"})
+    # Colliders that could not follow their animation (blocked by bodies that cannot give way).
+    stat_collider_distance: FloatProperty(
+        name="Collider Distance",
+        options={"HIDDEN"},
+        description="Smallest distance between the bodies and the colliders at their animated "
+        "positions during the last bake [m]; negative: the baked bodies overlap a collider as "
+        "animated by that much",
+        unit="LENGTH",
+    )
+    stat_collider_near: BoolProperty(
+        options={"HIDDEN"},
+        description="A collider came within reach of the contact gap in the last bake "
+        "(else Collider Distance is unset)",
+    )
+    stat_collider_lag: FloatProperty(
+        options={"HIDDEN"},
+        description="Largest distance by which a collider stayed behind its animation in the last bake [m]",
+        unit="LENGTH",
+    )
+    stat_lag_frames: StringProperty(
+        options={"HIDDEN"},
+        description="Frames of the last bake in which a collider lagged behind its animation by "
+        "more than the contact gap d\u0302, e.g. '37-61'",
+    )
+    stat_overlap_frames: StringProperty(
+        options={"HIDDEN"},
+        description="Frames of the last bake in which the bodies overlap a collider at its "
+        "animated position, e.g. '50-61'",
+    )
+    stat_warning: StringProperty(
+        options={"HIDDEN"},
+        description="Warning of the last bake about colliders that could not follow their animation",
+    )
+    stat_colliders: CollectionProperty(
+        type=IPC_ColliderStat,
+        options={"HIDDEN"},
+        description="Per collider: lag, distance as animated and the frames affected in the last bake",
+    )
 
 
-CLASSES = (IPC_ObjectSettings, IPC_SceneSettings)
+CLASSES = (IPC_ObjectSettings, IPC_ColliderStat, IPC_SceneSettings)
 
 
 def attach():

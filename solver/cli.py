@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from . import simulation as _simulation
+from .collider_check import compact_ranges
 from .errors import ConvergenceError, SolverInputError
 from .examples import DEFAULT_STEPS, EXAMPLES
 from .scene_io import dumps_scene, load_scene, save_scene, scene_to_dict
@@ -37,8 +38,11 @@ STAT_FIELDS = (
     "min_alpha",
     "wall_time",
     "collider_lag",
+    "animated_collider_distance",
     "kappa",
 )
+# per-collider diagnostics, written as (S, C) arrays
+COLLIDER_STAT_FIELDS = ("collider_lags", "animated_collider_distances")
 
 
 class _BadInput(Exception):
@@ -92,6 +96,11 @@ def trajectory_arrays(scene, traj):
     dtypes = {"step": np.int64, "newton_iters": np.int64, "active_contacts": np.int64, "converged": bool}
     for name in STAT_FIELDS:
         out[name] = np.array([getattr(s, name) for s in stats], dtype=dtypes.get(name, float))
+    n_col = len(scene.colliders)
+    for name in COLLIDER_STAT_FIELDS:
+        # NaN rows for stats that do not carry one value per collider (hand-made StepStats)
+        rows = [getattr(s, name) if len(getattr(s, name)) == n_col else (np.nan,) * n_col for s in stats]
+        out[name] = np.array(rows, float).reshape(len(stats), n_col)
     out["message"] = np.array([s.message for s in stats], dtype=str).reshape(-1)
     return out
 
@@ -159,6 +168,7 @@ class Progress:
             f"step {step}/{n_steps} t={stats.time:.3f}s newton={stats.newton_iters} "
             f"contacts={stats.active_contacts} min_d={stats.min_distance:.2e} "
             f"alpha={stats.min_alpha:.2f} lag={stats.collider_lag:.1e} "
+            f"col_d={stats.animated_collider_distance:.1e} "
             f"elapsed {_fmt_seconds(elapsed)} eta {_fmt_seconds(eta)}{ok}"
         )
 
@@ -236,6 +246,8 @@ def _simulate_and_write(scene, n_steps, out, args):
     failed = [s.step for s in traj.stats if not s.converged]
     if not args.quiet:
         print(f"wrote {out}: {n_steps} steps, {len(traj.times)} frames", file=sys.stderr)
+    for line in collider_overlaps(scene, traj.stats):
+        print(f"solver: warning: {line}", file=sys.stderr)
     if failed:
         print(
             f"solver: {len(failed)} step(s) did not converge (first: step {failed[0]}); "
@@ -244,6 +256,24 @@ def _simulate_and_write(scene, n_steps, out, args):
         )
         return EXIT_NOT_CONVERGED
     return EXIT_OK
+
+
+def collider_overlaps(scene, stats):
+    """One line per collider that overlaps the bodies at its animated position in some step
+    (it lagged behind its animation there): the steps as ranges, the largest overlap and lag."""
+    lines = []
+    for j, col in enumerate(scene.colliders):
+        rows = [s for s in stats if len(s.animated_collider_distances) == len(scene.colliders)]
+        hit = [s for s in rows if s.animated_collider_distances[j] < 0.0]
+        if hit:
+            depth = -min(s.animated_collider_distances[j] for s in hit)
+            lag = max(s.collider_lags[j] for s in rows)
+            lines.append(
+                f"collider '{col.name}' is animated into the bodies at steps "
+                f"{compact_ranges([s.step for s in hit])}: overlap up to {depth:.3g} m, "
+                f"lag behind its animation up to {lag:.3g} m"
+            )
+    return lines
 
 
 def cmd_run(args):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ccd, elasticity
+from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
 from .errors import ConvergenceError
@@ -46,6 +47,12 @@ class StepStats:
     collider_lag: float  # max distance of a prescribed vertex from its target [m]
     kappa: float  # barrier stiffness used
     message: str = ""
+    # smallest distance between the bodies and the colliders at their ANIMATED (target)
+    # positions [m], which the bodies may overlap while a blocked collider lags behind:
+    # negative = minus the overlap depth (solver/collider_check.py), inf = no collider near
+    animated_collider_distance: float = float("inf")
+    collider_lags: tuple[float, ...] = ()  # per collider (scene order): max vertex lag [m]
+    animated_collider_distances: tuple[float, ...] = ()  # per collider, as above [m]
 
 
 @dataclass(frozen=True)
@@ -336,6 +343,7 @@ class Simulation:
         self.time += p.dt
         self.step_index += 1
         d_min, n_active = self._contact_summary(x, cs)
+        col_lags, col_dist = collider_status(self.model, x, target, p.dhat, self._state_stencils)
         lag = (
             float(np.linalg.norm(x[self.kin_vertices] - target[self.kin_vertices], axis=1).max())
             if len(self.kin_vertices)
@@ -356,6 +364,9 @@ class Simulation:
             lag,
             self.kappa,
             message,
+            animated_collider_distance=float(col_dist.min(initial=np.inf)),
+            collider_lags=tuple(col_lags.tolist()),
+            animated_collider_distances=tuple(col_dist.tolist()),
         )
         if not converged:
             text = f"step {self.step_index} (t = {self.time:.4g} s): {message}"
