@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .linalg import block_pattern, stencil_dofs
+from .assembly import block_pattern, stencil_dofs
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .linalg import block_pattern, stencil_dofs
+from .assembly import block_pattern, stencil_dofs
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Linear algebra: batched PSD projection, sparse assembly from COO triplets,
-and the linear solve.
+"""Linear algebra: batched PSD projection and the linear solve of the systems
+assembled by :mod:`solver.assembly`.
 
 With scipy: dense Cholesky for tiny systems, banded Cholesky in a reverse
 Cuthill-McKee order while the band stays narrow (meshes of a few shapes),
@@ -49,87 +49,6 @@ def project_psd(H):
         return H
     w = np.maximum(w, 0.0)
     return np.einsum("nij,nj,nkj->nik", V, w, V)
-
-
-def stencil_dofs(idx):
-    """DOF indices (n, 2k) of vertex stencils idx (n, k)."""
-    return (2 * idx[:, :, None] + np.arange(2)).reshape(len(idx), -1)
-
-
-_BLOCK_INDEX = {}  # k -> (row pick, col pick) of a (2k x 2k) block, row-major
-
-
-def block_pattern(idx):
-    """COO (rows, cols) of the local blocks of vertex stencils idx (n, k),
-    each (n * 4k^2,), in the row-major order of H (n, 2k, 2k)."""
-    return _dof_block_pattern(stencil_dofs(idx))
-
-
-def _dof_block_pattern(dofs):
-    k2 = dofs.shape[1]
-    if k2 not in _BLOCK_INDEX:
-        _BLOCK_INDEX[k2] = (np.repeat(np.arange(k2), k2), np.tile(np.arange(k2), k2))
-    pick_r, pick_c = _BLOCK_INDEX[k2]
-    return dofs[:, pick_r].ravel(), dofs[:, pick_c].ravel()
-
-
-class Triplets:
-    """Accumulates COO triplets of a symmetric global matrix and a gradient.
-
-    grad (n_dof,): the gradient; magnitude (n_dof,): the sum of the absolute
-    values of every term added to it, the scale of the forces that grad
-    balances (Newton's stop test measures grad against it)."""
-
-    def __init__(self, n_dof):
-        self.n_dof = n_dof
-        self.rows, self.cols, self.vals = [], [], []
-        self.grad = np.zeros(n_dof)
-        self.magnitude = np.zeros(n_dof)
-
-    def add_dense_gradient(self, g):
-        """Add a gradient given for every DOF (n_dof,)."""
-        self.grad += g
-        self.magnitude += np.abs(g)
-
-    def add_pattern(self, rows, cols, H):
-        """Scatter blocks H whose (rows, cols) pattern is precomputed (block_pattern)."""
-        self.rows.append(rows)
-        self.cols.append(cols)
-        self.vals.append(H.ravel())
-
-    def add_diagonal(self, dofs, vals):
-        self.rows.append(dofs)
-        self.cols.append(dofs)
-        self.vals.append(vals)
-
-    def add_stencils(self, idx, g, H):
-        """Scatter gradients g (n, 2k) and Hessians H (n, 2k, 2k) of vertex
-        stencils idx (n, k), sharing their DOF indices."""
-        if len(idx) == 0:
-            return
-        dofs = stencil_dofs(idx)
-        self.add_gradient_at(dofs.ravel(), g)
-        self.add_pattern(*_dof_block_pattern(dofs), H)
-
-    def add_gradient_at(self, dofs, g):
-        """Scatter gradients g (n, 2k) at precomputed flat DOF indices (n * 2k,)."""
-        g = g.ravel()
-        self.grad += np.bincount(dofs, weights=g, minlength=self.n_dof)
-        self.magnitude += np.bincount(dofs, weights=np.abs(g), minlength=self.n_dof)
-
-    def arrays(self):
-        return (np.concatenate(self.rows), np.concatenate(self.cols), np.concatenate(self.vals))
-
-
-def eliminate_fixed(rows, cols, vals, fixed_mask):
-    """Replace the rows and columns of fixed DOFs by identity."""
-    keep = ~(fixed_mask[rows] | fixed_mask[cols])
-    fixed = np.flatnonzero(fixed_mask)
-    return (
-        np.concatenate([rows[keep], fixed]),
-        np.concatenate([cols[keep], fixed]),
-        np.concatenate([vals[keep], np.ones(len(fixed))]),
-    )
 
 
 class BandOrdering:

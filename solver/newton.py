@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .assembly import eliminate_fixed
 from .contacts import ContactSet
-from .linalg import BandOrdering, NotPositiveDefinite, eliminate_fixed, solve
+from .linalg import BandOrdering, NotPositiveDefinite, solve
 from .profiling import NullTimers
 
 ARMIJO = 1e-4  # sufficient-decrease constant of the backtracking line search

@@ -6,7 +6,7 @@ energies that each expose the same trio (value, gradient, Hessian)::
          + 1/2 k_pen sum_{prescribed, not yet reached} m_i |x_i - target_i|^2
 
 x_tilde = x^n + h v^n + h^2 g.  Gradients are global (N*2,) vectors;
-Hessians are accumulated as COO triplets (:class:`~solver.linalg.Triplets`).
+Hessians are accumulated as COO triplets (:class:`~solver.assembly.Triplets`).
 """
 
 from dataclasses import dataclass
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import barrier, elasticity, friction
+from .assembly import Triplets
 from .contacts import ContactSet, plane_pairs
 from .friction import FrictionSet
-from .linalg import Triplets
 from .profiling import NullTimers
 
 

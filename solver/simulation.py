@@ -14,12 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ccd, elasticity
+from .assembly import Triplets
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
 from .errors import ConvergenceError
 from .friction import FrictionSet
-from .linalg import BandOrdering, Triplets
+from .linalg import BandOrdering
 from .model import build_model
 from .newton import Newton
 from .potential import IncrementalPotential, StepConstants

@@ -10,7 +10,7 @@ import pytest
 from invariants import grid_square
 
 from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation
-from solver.linalg import Triplets
+from solver.assembly import Triplets
 from solver.newton import force_imbalance
 
 
