@@ -158,6 +158,11 @@ class BodyInput:
     used: np.ndarray  # (k,) vertex indices referenced by triangles (= solver vertices)
     triangles: np.ndarray  # (m, 3) indices into `used`
     pinned: np.ndarray  # (p,) indices into `used`
+    # Loose vertices (in no face: lone vertices, ends of loose edges) ride along with the
+    # nearest triangle: (q,) vertex indices, (q,) triangle indices, (q, 3) barycentric weights.
+    loose: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    loose_tri: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    loose_bary: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
 
 @dataclass(frozen=True)
@@ -207,7 +212,42 @@ def read_body(obj, plane: str) -> BodyInput:
     used, tris = _compact(_triangles(mesh), len(local))
     pins = _pinned_vertices(obj, mesh, obj.ipc.pin_group)
     pinned = np.searchsorted(used, np.intersect1d(pins, used))
-    return BodyInput(obj.name, local, world, used, tris, pinned)
+    loose = np.setdiff1d(np.arange(len(local)), used)
+    x = world[used][:, [u, v]]
+    loose_tri, loose_bary = attach_to_nearest_triangle(world[loose][:, [u, v]], x, tris)
+    return BodyInput(obj.name, local, world, used, tris, pinned, loose, loose_tri, loose_bary)
+
+
+def attach_to_nearest_triangle(points: np.ndarray, x: np.ndarray, tris: np.ndarray):
+    """For each point (q, 2): the nearest triangle of the mesh (x, tris) and the point's
+    barycentric coordinates in it (unclamped: a point outside follows the triangle's affine
+    motion). Loose vertices and edges of a body are carried along this way."""
+    tri_of = np.zeros(len(points), dtype=np.int64)
+    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
+    for start in range(0, len(points), 256):  # (chunk, m) distance table
+        p = points[start : start + 256, None]
+        d = np.minimum(
+            np.minimum(_segment_distance(p, a, b), _segment_distance(p, b, c)), _segment_distance(p, c, a)
+        )
+        s1, s2, s3 = _cross2(b - a, p - a), _cross2(c - b, p - b), _cross2(a - c, p - c)
+        inside = ((s1 >= 0) & (s2 >= 0) & (s3 >= 0)) | ((s1 <= 0) & (s2 <= 0) & (s3 <= 0))
+        tri_of[start : start + 256] = np.argmin(np.where(inside, -1.0, d), axis=1)
+    t = tris[tri_of]
+    a, b, c = x[t[:, 0]], x[t[:, 1]], x[t[:, 2]]
+    area = _cross2(b - a, c - a)
+    wb = _cross2(points - a, c - a) / area
+    wc = _cross2(b - a, points - a) / area
+    return tri_of, np.column_stack([1.0 - wb - wc, wb, wc])
+
+
+def _cross2(p, q):
+    return p[..., 0] * q[..., 1] - p[..., 1] * q[..., 0]
+
+
+def _segment_distance(p, a, b):
+    ab = b - a
+    t = np.clip(((p - a) * ab).sum(-1) / np.maximum((ab * ab).sum(-1), 1e-300), 0.0, 1.0)
+    return np.linalg.norm(p - (a + t[..., None] * ab), axis=-1)
 
 
 def _collider_edges(mesh) -> np.ndarray:
@@ -462,12 +502,16 @@ def delete_bake(obj):
 def to_local_frames(body: BodyInput, positions: np.ndarray, mats: np.ndarray, plane: str):
     """Solver positions (F, k, 2) -> object-local coordinates (F, n, 3) float32.
 
-    The out-of-plane coordinate and vertices outside the triangles keep their rest values.
+    The out-of-plane coordinate keeps its rest value; loose vertices (in no face) follow their
+    triangle (barycentric weights of :func:`attach_to_nearest_triangle`).
     mats: (F, 4, 4) the object's world matrix at each frame.
     """
     u, v, _ = PLANE_AXES[plane]
     world = np.repeat(body.world_rest[None], len(positions), axis=0)
     world[:, body.used[:, None], [u, v]] = positions
+    if len(body.loose):
+        corners = positions[:, body.triangles[body.loose_tri]]  # (F, q, 3, 2)
+        world[:, body.loose[:, None], [u, v]] = np.einsum("fqkd,qk->fqd", corners, body.loose_bary)
     inv = np.linalg.inv(mats)
     local = np.einsum("fij,fnj->fni", inv[:, :3, :3], world) + inv[:, None, :3, 3]
     return local.astype(np.float32)
