@@ -113,11 +113,30 @@ def gather_objects(context, target: str):
     objs = list(context.view_layer.objects)
     pool = [o for o in objs if o.select_get()] if target == "SELECTED" else objs
     bodies = [o for o in pool if o.type == "MESH" and o.ipc.role == "BODY"]
-    colliders = [o for o in objs if o.ipc.role == "COLLIDER"]
     if not bodies:
         where = "selected" if target == "SELECTED" else "in the scene"
         raise IPCError(f"Nothing to bake: no mesh {where} has the IPC role 'Deformable Body'")
-    return sorted(bodies, key=lambda o: o.name), sorted(colliders, key=lambda o: o.name)
+    return sorted(bodies, key=lambda o: o.name), obstacles(objs, bodies)
+
+
+def obstacles(objs, bodies):
+    """What the bodies collide with: every collider, and every deformable body that is not
+    baked with them (Bake Selected leaves the unselected ones as they are: they keep their
+    current motion, their own bake if they have one, and the selected bodies collide with it)."""
+    return sorted(
+        (o for o in objs if o.ipc.role == "COLLIDER" or is_obstacle_body(o, bodies)), key=lambda o: o.name
+    )
+
+
+def is_obstacle_body(obj, bodies) -> bool:
+    return obj.type == "MESH" and obj.ipc.role == "BODY" and obj not in bodies
+
+
+def unselected_bodies(context) -> int:
+    """How many deformable bodies Bake Selected would leave as obstacles (for the panel)."""
+    objs = context.view_layer.objects
+    bodies = [o for o in objs if o.type == "MESH" and o.ipc.role == "BODY"]
+    return sum(1 for o in bodies if not o.select_get()) if any(o.select_get() for o in bodies) else 0
 
 
 def check_bakeable(context, bodies, colliders):
@@ -170,6 +189,7 @@ class ColliderInput:
     name: str
     local: np.ndarray  # (k, 3) start-frame evaluated vertices (object space)
     edges: np.ndarray  # (l, 2) indices into `local`
+    vertex_ids: np.ndarray | None = None  # (k,) indices into the evaluated mesh's vertices
 
 
 def _compact(tris: np.ndarray, n: int):
@@ -274,28 +294,42 @@ def read_collider(obj, depsgraph, plane: str) -> ColliderInput:
     edges = edges[np.asarray(lengths) > 1e-9] if len(edges) else edges
     if len(edges) == 0:
         raise IPCError(
-            f"Collider '{obj.name}' has no boundary or loose edges in the {plane} "
+            f"{'Collider' if obj.ipc.role == 'COLLIDER' else 'Unselected deformable body'} "
+            f"'{obj.name}' has no boundary or loose edges in the {plane} "
             "plane; give it a face or edges"
         )
     used, compact = _compact(edges, len(local))
-    return ColliderInput(obj.name, local[used], compact)
+    return ColliderInput(obj.name, local[used], compact, used)
 
 
-def sample_matrices(context, objects, frame_start: int, n_steps: int, substeps: int):
-    """(n_steps+1, len(objects), 4, 4) evaluated world matrices, one sample per substep.
+def sample_matrices(context, objects, frame_start: int, n_steps: int, substeps: int, deforming=()):
+    """(n_steps+1, len(objects), 4, 4) evaluated world matrices, one sample per substep, and
+    for each object index in `deforming` its evaluated vertices in world space
+    (n_steps+1, n, 3) (shape keys and modifiers included: a deformable body that is an obstacle
+    moves with its own bake).
 
     Keyframes, parents, constraints and drivers all count because the depsgraph is evaluated.
     The caller restores the current frame.
     """
     scene = context.scene
     out = np.empty((n_steps + 1, len(objects), 4, 4))
+    shapes = {j: [] for j in deforming}
     for i in range(n_steps + 1):
         frame, sub = divmod(i, substeps)
         scene.frame_set(frame_start + frame, subframe=sub / substeps)
         depsgraph = context.evaluated_depsgraph_get()
         for j, obj in enumerate(objects):
-            out[i, j] = _matrix(obj.evaluated_get(depsgraph).matrix_world)
-    return out
+            ob_eval = obj.evaluated_get(depsgraph)
+            out[i, j] = _matrix(ob_eval.matrix_world)
+            if j in shapes:
+                mesh = ob_eval.to_mesh()
+                try:
+                    shapes[j].append(_transform(out[i, j], _local_coords(mesh).astype(np.float64)))
+                finally:
+                    ob_eval.to_mesh_clear()
+                if len(shapes[j][-1]) != len(shapes[j][0]):
+                    raise IPCError(f"'{obj.name}': its vertex count changes during the frame range")
+    return out, {j: np.stack(v) for j, v in shapes.items()}
 
 
 # ----------------------------------------------------------------------------- solver scene
@@ -349,8 +383,11 @@ def build_scene(
     materials,
     mats: np.ndarray,
     times: np.ndarray,
+    shapes=None,
 ) -> Scene:
-    """mats: (T, n_bodies + n_colliders, 4, 4) sampled matrices, bodies first."""
+    """mats: (T, n_bodies + n_colliders, 4, 4) sampled matrices, bodies first; shapes: sampled
+    world vertices (T, n, 3) of the deforming colliders by their index in mats."""
+    shapes = shapes or {}
     u, v, _ = PLANE_AXES[scene.ipc.plane]
     solver_bodies = []
     for j, b in enumerate(bodies):
@@ -363,7 +400,10 @@ def build_scene(
         )
     solver_colliders = []
     for j, c in enumerate(colliders):
-        pos = _project(mats[:, len(bodies) + j], c.local, (u, v))
+        if len(bodies) + j in shapes:
+            pos = shapes[len(bodies) + j][:, c.vertex_ids][:, :, [u, v]]
+        else:
+            pos = _project(mats[:, len(bodies) + j], c.local, (u, v))
         solver_colliders.append(
             Collider(c.name, pos[0].copy(), c.edges, times, pos, mu=materials[len(bodies) + j].mu)
         )
@@ -447,6 +487,8 @@ def input_signature(scene, bodies, colliders) -> str:
         loops = np.empty(len(obj.data.loops), dtype=np.int32)
         obj.data.loops.foreach_get("vertex_index", loops)
         h.update(loops.tobytes())
+        if is_obstacle_body(obj, bodies):
+            h.update(f"{obj.ipc.is_baked}{obj.ipc.bake_hash}".encode())  # moves with its bake
         _motion_signature(obj, h)
     return h.hexdigest()
 
@@ -461,7 +503,7 @@ def is_outdated(context, obj) -> bool:
         (o for o in objs if o.type == "MESH" and o.ipc.is_baked and o.ipc.bake_hash == obj.ipc.bake_hash),
         key=lambda o: o.name,
     )
-    colliders = sorted((o for o in objs if o.ipc.role == "COLLIDER"), key=lambda o: o.name)
+    colliders = obstacles(objs, group)
     try:
         return input_signature(context.scene, group, colliders) != obj.ipc.bake_hash
     except (AttributeError, TypeError):  # e.g. a collider that is no mesh
@@ -669,14 +711,14 @@ class BakeJob:
             depsgraph = context.evaluated_depsgraph_get()
             bodies = [read_body(o, plane) for o in self.body_objs]
             colliders = [read_collider(o, depsgraph, plane) for o in self.collider_objs]
-            mats = sample_matrices(
-                context, self.body_objs + self.collider_objs, self.frame_start, n_steps, self.substeps
-            )
+            objs = self.body_objs + self.collider_objs
+            deforming = [j for j, o in enumerate(objs) if is_obstacle_body(o, self.body_objs)]
+            mats, shapes = sample_matrices(context, objs, self.frame_start, n_steps, self.substeps, deforming)
         finally:
             scene.frame_set(frame, subframe=subframe)
         times = np.arange(n_steps + 1) * sim_dt(scene)
         materials = [_material(o) for o in self.body_objs + self.collider_objs]
-        solver_scene = build_scene(scene, bodies, colliders, materials, mats, times)
+        solver_scene = build_scene(scene, bodies, colliders, materials, mats, times, shapes)
         frame_mats = mats[:: self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 

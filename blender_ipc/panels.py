@@ -72,6 +72,9 @@ def draw_bake(layout, context):
     row = layout.row(align=True)
     row.operator("ipc.bake", icon="PHYSICS")
     row.operator("ipc.delete_bake", icon="TRASH")
+    n = adapter.unselected_bodies(context)
+    if n:
+        layout.label(text=f"{n} unselected bod{'y' if n == 1 else 'ies'}: obstacles, not baked", icon="INFO")
     if s.stat_frames:
         box = layout.box()
         box.label(text=f"Last bake: {s.stat_frames} frames in {s.stat_wall_time:.1f} s")

@@ -105,3 +105,46 @@ def test_loose_vertices_and_edges_follow_the_body():
         assert abs(r1 - r0) < 0.03 * r0, f"loose edge {a}-{b}: {r0:.3f} -> {r1:.3f} m"
     # The user's mesh is unchanged (the bake is only in the shape keys).
     np.testing.assert_array_equal(harness.local_coords(plate.data)[:, [0, 2]], rest.astype(np.float32))
+
+
+# ----------------------------------------------------------------------------- 2. unselected bodies
+
+
+def _quad(name, x0, z0, w, h):
+    verts = [(x0, 0, z0), (x0 + w, 0, z0), (x0 + w, 0, z0 + h), (x0, 0, z0 + h)]
+    return harness.make_mesh_object(name, verts, faces=[(0, 1, 2, 3)])
+
+
+def _select_only(*objs):
+    bpy.context.view_layer.update()
+    for o in bpy.context.view_layer.objects:
+        o.select_set(o in objs)
+
+
+def test_unselected_bodies_are_obstacles():
+    _frames(n_frames=19)
+    shelf = _quad("Shelf", -0.5, 0.1, 1.0, 0.05)
+    box = _quad("Box", -0.1, 0.35, 0.2, 0.2)
+    # 1. The shelf is not selected and not baked: it stays where it is, and the box lands on it.
+    _select_only(box)
+    assert bpy.ops.ipc.bake(target="SELECTED") == {"FINISHED"}
+    assert shelf.data.shape_keys is None and not shelf.ipc.is_baked
+    _assert_baked_frames_clean([box, shelf])
+    scene = bpy.context.scene
+    scene.frame_set(scene.frame_end)
+    assert _world_xz(box)[:, 1].min() > 0.15, "the box fell through the unselected shelf"
+    assert _world_xz(box)[:, 1].min() < 0.16, "the box did not land on the shelf"
+    assert not harness.sub("adapter").is_outdated(bpy.context, box)
+    assert harness.sub("adapter").unselected_bodies(bpy.context) == 1  # the panel's hint
+    # 2. Bake the shelf alone (it falls away from the baked box, an obstacle now, onto the
+    # ground), then re-bake the box alone: it follows the shelf's bake down and lands on it.
+    _select_only(shelf)
+    assert bpy.ops.ipc.bake(target="SELECTED") == {"FINISHED"}
+    assert harness.sub("adapter").is_outdated(bpy.context, box), "the box's obstacle moved"
+    _select_only(box)
+    assert bpy.ops.ipc.bake(target="SELECTED") == {"FINISHED"}
+    _assert_baked_frames_clean([box, shelf])
+    scene.frame_set(scene.frame_end)
+    top_of_shelf = _world_xz(shelf)[:, 1].max()
+    assert top_of_shelf < 0.06, "the shelf did not fall to the ground"
+    assert 0.0 < _world_xz(box)[:, 1].min() - top_of_shelf < 0.01, "the box is not on the shelf"
