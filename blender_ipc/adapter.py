@@ -530,15 +530,26 @@ def _set_linear(id_data, data_path: str):
 
 def delete_bake(obj):
     """Remove the bake: shape keys, their Key datablock and the eval_time action."""
-    if obj.type != "MESH" or obj.data.shape_keys is None:
-        obj.ipc.is_baked = False
-        return
-    if not is_our_bake(obj):
-        raise IPCError(f"'{obj.name}' has shape keys that are not an IPC bake; not deleting them")
-    _remove_key_action(obj.data.shape_keys)
-    obj.shape_key_clear()
+    if obj.type == "MESH" and obj.data.shape_keys is not None:
+        if not is_our_bake(obj):
+            raise IPCError(f"'{obj.name}' has shape keys that are not an IPC bake; not deleting them")
+        _remove_key_action(obj.data.shape_keys)
+        obj.shape_key_clear()
     s = obj.ipc
     s.is_baked, s.bake_hash, s.bake_partial, s.bake_message = False, "", False, ""
+    s.bake_frame_start = s.bake_frame_end = 0
+
+
+def clear_stats_if_gone(context):
+    """After Delete Bake: once no object of the last bake is baked any more, the panel's
+    statistics of that bake (frames, time, distances, collider lag) are cleared."""
+    s = context.scene.ipc
+    if any(o.ipc.is_baked and o.ipc.bake_hash == s.stat_bake_hash for o in context.view_layer.objects):
+        return
+    for name in (p.identifier for p in s.bl_rna.properties):
+        if name.startswith("stat_") and name != "stat_colliders":
+            s.property_unset(name)
+    s.stat_colliders.clear()
 
 
 def to_local_frames(body: BodyInput, positions: np.ndarray, mats: np.ndarray, plane: str):
@@ -813,6 +824,7 @@ class BakeJob:
 
     def _record_stats(self):
         s = self.scene.ipc
+        s.stat_bake_hash = self.signature
         s.stat_frames = self.frames_done
         s.stat_wall_time = self.stats.wall_time
         s.stat_newton_iters = self.stats.newton_iters

@@ -253,6 +253,7 @@ class IPC_OT_delete_bake(bpy.types.Operator):
             return {"CANCELLED"}
         for obj in baked:
             adapter.delete_bake(obj)
+        adapter.clear_stats_if_gone(context)
         self.report({"INFO"}, f"IPC: deleted the bake of {len(baked)} object(s)")
         return {"FINISHED"}
 

@@ -220,6 +220,9 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
         default=False,
     )
     # Statistics of the last bake (shown in the panel).
+    stat_bake_hash: StringProperty(
+        options={"HIDDEN"}, description="Input hash of the last bake (its objects' bake_hash)"
+    )
     stat_frames: IntProperty(options={"HIDDEN"})
     stat_wall_time: FloatProperty(options={"HIDDEN"})
     stat_newton_iters: IntProperty(options={"HIDDEN"})

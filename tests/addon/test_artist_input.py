@@ -148,3 +148,47 @@ def test_unselected_bodies_are_obstacles():
     top_of_shelf = _world_xz(shelf)[:, 1].max()
     assert top_of_shelf < 0.06, "the shelf did not fall to the ground"
     assert 0.0 < _world_xz(box)[:, 1].min() - top_of_shelf < 0.01, "the box is not on the shelf"
+
+
+# ----------------------------------------------------------------------------- 3. Delete Bake
+
+
+def _bake_fields(obj):
+    s = obj.ipc
+    return (s.is_baked, s.bake_hash, s.bake_frame_start, s.bake_frame_end, s.bake_partial, s.bake_message)
+
+
+def _scene_stats():
+    s = bpy.context.scene.ipc
+    return {
+        name: (getattr(s, name) if name != "stat_colliders" else len(s.stat_colliders))
+        for name in (p.identifier for p in s.bl_rna.properties)
+        if name.startswith("stat_")
+    }
+
+
+def test_delete_bake_clears_frames_and_statistics():
+    _frames()
+    a = _quad("A", 0.0, 0.3, 0.2, 0.2)
+    b = _quad("B", 0.5, 0.3, 0.2, 0.2)
+    wall = harness.make_mesh_object(
+        "Wall",
+        [(-0.2, 0, 0), (-0.2, 0, 1), (-0.1, 0, 1), (-0.1, 0, 0)],
+        faces=[(0, 1, 2, 3)],
+        role="COLLIDER",
+    )
+    fresh_object, fresh_scene = _bake_fields(a), _scene_stats()
+    assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
+    _assert_baked_frames_clean([a, b])
+    assert _bake_fields(a)[2:4] == (1, 13) and _scene_stats()["stat_frames"] == 13
+    assert len(bpy.context.scene.ipc.stat_colliders) == 1, wall.name
+    # Deleting one body's bake clears its fields; the statistics still describe B's bake.
+    _select_only(a)
+    assert bpy.ops.ipc.delete_bake(target="SELECTED") == {"FINISHED"}
+    assert _bake_fields(a) == fresh_object
+    assert _scene_stats()["stat_frames"] == 13
+    # Deleting the last body of the bake clears the panel's statistics too.
+    assert bpy.ops.ipc.delete_bake(target="SCENE") == {"FINISHED"}
+    assert _bake_fields(b) == fresh_object
+    assert _scene_stats() == fresh_scene
+    assert a.data.shape_keys is None and b.data.shape_keys is None
