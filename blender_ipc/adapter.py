@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
+from . import blas_threads
 from .solver import (
     Body,
     Collider,
@@ -686,7 +687,12 @@ def lag_warning(reports, dhat) -> str:
 
 class BakeJob:
     """A bake in progress: everything is read up front, nothing in the scene changes until
-    :meth:`finish`, so cancelling is just dropping the job."""
+    :meth:`finish`, so cancelling is just dropping the job.
+
+    The solver runs with ``blas_threads`` BLAS threads (None: the process's setting), set
+    around each call and restored afterwards, so Blender keeps its own setting in between."""
+
+    blas_threads: int | None = blas_threads.BAKE_THREADS
 
     def __init__(self, context, target: str = "SELECTED"):
         scene = context.scene
@@ -704,7 +710,8 @@ class BakeJob:
         self.signature = input_signature(scene, self.body_objs, self.collider_objs)
         self.inputs, self.frame_mats, self.solver_scene = self._read(context)
         try:
-            self.sim = Simulation(self.solver_scene)
+            with blas_threads.limited(self.blas_threads):
+                self.sim = Simulation(self.solver_scene)
         except SolverInputError as err:
             raise IPCError(f"Invalid simulation input: {err}") from err
         self.frames = [[b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]]
@@ -793,10 +800,11 @@ class BakeJob:
     def step(self, budget: float | None = None) -> bool:
         """Compute frames until done or `budget` seconds have passed; returns ``done``."""
         t0 = time.perf_counter()
-        while not self.done:
-            self.step_frame()
-            if budget is not None and time.perf_counter() - t0 >= budget:
-                break
+        with blas_threads.limited(self.blas_threads):
+            while not self.done:
+                self.step_frame()
+                if budget is not None and time.perf_counter() - t0 >= budget:
+                    break
         return self.done
 
     def run(self) -> bool:

@@ -192,3 +192,41 @@ def test_delete_bake_clears_frames_and_statistics():
     assert _bake_fields(b) == fresh_object
     assert _scene_stats() == fresh_scene
     assert a.data.shape_keys is None and b.data.shape_keys is None
+
+
+# ----------------------------------------------------------------------------- 4. BLAS threads
+
+
+def test_bake_limits_blas_threads_and_restores_them():
+    blas = harness.sub("blas_threads")
+    pools = blas.controls()
+    # numpy's bundled OpenBLAS (bpy wheel) / Debian's OpenBLAS (Debian blender) are found.
+    assert pools, "no BLAS thread control found"
+    before = blas.current()
+    blas.set_threads([2] * len(pools))
+    try:
+        _frames()
+        a = _quad("A", 0.0, 0.3, 0.2, 0.2)
+        b = _quad("B", 0.05, 0.6, 0.2, 0.2)
+        bpy.context.view_layer.update()
+        adapter = harness.sub("adapter")
+        seen = []
+        job = adapter.BakeJob(bpy.context, "SCENE")
+        step = job.sim.step
+        job.sim.step = lambda: (seen.append(blas.current()), step())[1]
+        job.run()
+        assert seen and all(c == [1] * len(pools) for c in seen), seen[:3]
+        assert blas.current() == [2] * len(pools), "the BLAS thread count was not restored"
+        limited = [np.stack([f[i] for f in job.frames]) for i in range(2)]
+        # The same bake with the process's own thread count gives the same result.
+        free = adapter.BakeJob(bpy.context, "SCENE")
+        free.blas_threads = None
+        free.run()
+        for i in range(2):
+            np.testing.assert_allclose(np.stack([f[i] for f in free.frames]), limited[i], rtol=0, atol=1e-9)
+        # Through the operator: baked, restored, and the bake is clean.
+        assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
+        assert blas.current() == [2] * len(pools)
+        _assert_baked_frames_clean([a, b])
+    finally:
+        blas.set_threads(before)
