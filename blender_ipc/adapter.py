@@ -235,6 +235,11 @@ def read_body(obj, plane: str) -> BodyInput:
     pinned = np.searchsorted(used, np.intersect1d(pins, used))
     loose = np.setdiff1d(np.arange(len(local)), used)
     x = world[used][:, [u, v]]
+    # Faces wound the other way (a flipped normal) are turned round in the solver's copy only:
+    # in a flat mesh every face's winding is visible from its signed area in the plane.
+    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
+    flipped = _cross2(b - a, c - a) < 0
+    tris[flipped] = tris[flipped][:, [0, 2, 1]]
     loose_tri, loose_bary = attach_to_nearest_triangle(world[loose][:, [u, v]], x, tris)
     return BodyInput(obj.name, local, world, used, tris, pinned, loose, loose_tri, loose_bary)
 

@@ -230,3 +230,21 @@ def test_bake_limits_blas_threads_and_restores_them():
         _assert_baked_frames_clean([a, b])
     finally:
         blas.set_threads(before)
+
+
+# ----------------------------------------------------------------------------- 5. flipped faces
+
+
+def test_flipped_face_is_oriented_in_the_solver_copy_only():
+    _frames()
+    verts = [(0.0, 0, 0.3), (0.2, 0, 0.3), (0.2, 0, 0.5), (0.0, 0, 0.5), (0.4, 0, 0.3), (0.4, 0, 0.5)]
+    # The second quad is wound the other way (its normal flipped), as after a bad extrude.
+    plate = harness.make_mesh_object("Plate", verts, faces=[(0, 1, 2, 3), (1, 2, 5, 4)])
+    other = _quad("Other", 0.05, 0.6, 0.2, 0.2)
+    faces_before = [tuple(p.vertices) for p in plate.data.polygons]
+    assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
+    assert [tuple(p.vertices) for p in plate.data.polygons] == faces_before, "the user's mesh changed"
+    _assert_baked_frames_clean([plate, other])
+    scene = bpy.context.scene
+    scene.frame_set(scene.frame_end)
+    assert _world_xz(plate)[:, 1].min() < 0.01, "the plate did not fall onto the ground"
