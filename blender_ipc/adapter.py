@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -64,11 +65,14 @@ def _local_coords(mesh) -> np.ndarray:
     return co.reshape(-1, 3)
 
 
-def _triangles(mesh) -> np.ndarray:
+def _triangles(mesh):
+    """(m, 3) vertex indices of the loop triangles and (m,) the face each belongs to."""
     mesh.calc_loop_triangles()
     tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
     mesh.loop_triangles.foreach_get("vertices", tris)
-    return tris.reshape(-1, 3)
+    faces = np.empty(len(mesh.loop_triangles), dtype=np.int32)
+    mesh.loop_triangles.foreach_get("polygon_index", faces)
+    return tris.reshape(-1, 3), faces
 
 
 def fcurves_of(id_data):
@@ -183,6 +187,9 @@ class BodyInput:
     loose: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     loose_tri: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     loose_bary: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    faces: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64)
+    )  # (m,) face of each triangle
 
 
 @dataclass(frozen=True)
@@ -230,7 +237,8 @@ def read_body(obj, plane: str) -> BodyInput:
             f"'{obj.name}' is not flat in the {plane} plane: its world {axis} "
             f"coordinates span {spread:.3g} m (tolerance {tol:.2g} m)"
         )
-    used, tris = _compact(_triangles(mesh), len(local))
+    all_tris, faces = _triangles(mesh)
+    used, tris = _compact(all_tris, len(local))
     pins = _pinned_vertices(obj, mesh, obj.ipc.pin_group)
     pinned = np.searchsorted(used, np.intersect1d(pins, used))
     loose = np.setdiff1d(np.arange(len(local)), used)
@@ -241,7 +249,7 @@ def read_body(obj, plane: str) -> BodyInput:
     flipped = _cross2(b - a, c - a) < 0
     tris[flipped] = tris[flipped][:, [0, 2, 1]]
     loose_tri, loose_bary = attach_to_nearest_triangle(world[loose][:, [u, v]], x, tris)
-    return BodyInput(obj.name, local, world, used, tris, pinned, loose, loose_tri, loose_bary)
+    return BodyInput(obj.name, local, world, used, tris, pinned, loose, loose_tri, loose_bary, faces)
 
 
 def attach_to_nearest_triangle(points: np.ndarray, x: np.ndarray, tris: np.ndarray):
@@ -416,10 +424,44 @@ def build_scene(
     planes = ()
     if scene.ipc.use_ground:
         planes = (
-            HalfPlane(point=(0.0, scene.ipc.ground_height), normal=(0.0, 1.0), mu=scene.ipc.ground_friction),
+            HalfPlane(
+                point=(0.0, scene.ipc.ground_height),
+                normal=(0.0, 1.0),
+                mu=scene.ipc.ground_friction,
+                name="Ground",
+            ),
         )
     params = sim_params(scene, [sb.vertices for sb in solver_bodies])
     return Scene(tuple(solver_bodies), tuple(solver_colliders), planes, params)
+
+
+# ----------------------------------------------------------------------------- messages
+
+
+def in_blender_words(message: str, bodies: list[BodyInput], scene: Scene) -> str:
+    """A solver message in the artist's terms: Blender's face and vertex indices instead of the
+    solver's triangle and compacted vertex numbers, the panel's names (Contact Gap, Ground)."""
+    by_name = {b.name: b for b in bodies}
+    m = re.match(r"body '([^']*)': (.*)", message, re.S)
+    if m and m.group(1) in by_name:
+        body = by_name[m.group(1)]
+        rest = re.sub(r"\btriangle (\d+)", lambda t: f"face {body.faces[int(t.group(1))]}", m.group(2))
+        rest = re.sub(
+            r"\bedge \((\d+), (\d+)\)",
+            lambda e: f"edge between vertices {body.used[int(e.group(1))]} and {body.used[int(e.group(2))]}",
+            rest,
+        )
+        rest = re.sub(r"\bvertex (\d+)", lambda v: f"vertex {body.used[int(v.group(1))]}", rest)
+        message = f"'{body.name}': {rest}"
+    gap = format_length(scene.params.dhat)
+    message = re.sub(r"\bdhat=[-+.e0-9]+", f"the Contact Gap ({gap})", message)
+    message = re.sub(
+        r"\(distance ([-+.e0-9]+)\)", lambda d: f"(distance {format_length(float(d.group(1)))})", message
+    )
+    for hp in scene.half_planes:
+        height = format_length(float(hp.point[1]))
+        message = message.replace(f"half-plane '{hp.name}'", f"the {hp.name} (height {height})")
+    return re.sub(r"\bbod(y|ies) '", "'", message)
 
 
 # ----------------------------------------------------------------------------- signature
@@ -718,7 +760,8 @@ class BakeJob:
             with blas_threads.limited(self.blas_threads):
                 self.sim = Simulation(self.solver_scene)
         except SolverInputError as err:
-            raise IPCError(f"Invalid simulation input: {err}") from err
+            text = in_blender_words(str(err), self.inputs, self.solver_scene)
+            raise IPCError(f"Invalid simulation input: {text}") from err
         self.frames = [[b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]]
         self.stats = BakeStats(frames=1)
         self.failure: str | None = None

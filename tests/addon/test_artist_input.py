@@ -248,3 +248,37 @@ def test_flipped_face_is_oriented_in_the_solver_copy_only():
     scene = bpy.context.scene
     scene.frame_set(scene.frame_end)
     assert _world_xz(plate)[:, 1].min() < 0.01, "the plate did not fall onto the ground"
+
+
+# ----------------------------------------------------------------------------- 6. Blender's words
+
+
+def _refused(*words, absent=()):
+    before = harness.snapshot()
+    message = harness.bake_error(target="SCENE")
+    for word in words:
+        assert word.lower() in message.lower(), f"{word!r} not in {message!r}"
+    for word in absent:
+        assert word.lower() not in message.lower(), f"{word!r} in {message!r}"
+    assert harness.snapshot() == before, "the failed bake changed the scene"
+    return message
+
+
+def test_messages_use_face_indices_and_panel_names():
+    _frames()
+    verts = [(0.0, 0, 0.3), (0.2, 0, 0.3), (0.2, 0, 0.5), (0.0, 0, 0.5)]
+    verts += [(0.4, 0, 0.3), (0.5, 0, 0.3), (0.6, 0, 0.3)]  # face 1: zero area (solver triangle 2)
+    bad = harness.make_mesh_object("Sliver", verts, faces=[(0, 1, 2, 3), (4, 5, 6)])
+    _refused("'Sliver'", "face 1", "zero area", absent=("triangle", "body '"))
+    bpy.data.objects.remove(bad)
+    a = _quad("A", 0.0, 0.3, 0.2, 0.2)
+    b = _quad("B", 0.2005, 0.3, 0.2, 0.2)  # 0.5 mm from A
+    s = bpy.context.scene.ipc
+    s.dhat_mode, s.dhat = "ABSOLUTE", 0.01
+    _refused("'A'", "'B'", "Contact Gap (10 mm)", "500 µm", absent=("dhat",))
+    b.location.x = 0.5
+    s.ground_height = 0.35
+    _refused("'A'", "Ground (height 350 mm)", absent=("half-plane",))
+    s.ground_height = 0.0
+    assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
+    _assert_baked_frames_clean([a, b])
