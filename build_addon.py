@@ -5,7 +5,7 @@ Layout (one zip for both install routes)::
 
     blender_ipc/__init__.py              bl_info  -> legacy add-on (Blender 3.x, 4.x "Install
     blender_ipc/blender_manifest.toml                  legacy add-on"): extracted as a package
-    blender_ipc/{adapter,operators,...}.py        manifest -> extension (Blender >= 4.2), which
+    blender_ipc/{adapter,reading,...}.py          manifest -> extension (Blender >= 4.2), which
     blender_ipc/solver/...   (copy of solver/)       accepts all files inside one top folder
 
 scipy: the solver runs without it (numpy-only path; numpy ships with Blender). For an extension

@@ -2,8 +2,10 @@
 result into absolute shape keys.
 
 Layers: ``solver`` (embedded copy of the numpy solver, added by build_addon.py) ->
-``adapter`` (Blender objects <-> numpy arrays, shape-key writing) -> ``operators`` /
-``panels`` / ``properties`` (UI only).
+adapter modules (``reading``: objects -> solver arrays and messages; ``colliders``: collider
+sampling and lag reports; ``signature``: the outdated check; ``shape_keys``: writing the bake;
+``bake_job``: the bake in progress; ``adapter`` re-exports them) -> ``operators`` / ``panels`` /
+``properties`` (UI only).
 
 Headless bake of a saved file (the add-on must be enabled, or installed and enabled with
 ``--addons blender_ipc`` for a legacy install)::

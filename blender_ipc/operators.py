@@ -3,7 +3,7 @@
 import bpy
 from bpy.props import EnumProperty, IntProperty
 
-from . import adapter, examples
+from . import adapter, examples, signature
 
 _TARGET_ITEMS = [
     ("SELECTED", "Selected", "Selected deformable bodies"),
@@ -59,6 +59,7 @@ RELOAD_HANDLERS = ("undo_pre", "redo_pre", "load_pre")
 
 
 def add_handlers():
+    signature.add_handlers()
     for name in RELOAD_HANDLERS:
         handlers = getattr(bpy.app.handlers, name)
         if _stop_on_data_reload not in handlers:
@@ -66,6 +67,7 @@ def add_handlers():
 
 
 def remove_handlers():
+    signature.remove_handlers()
     for name in RELOAD_HANDLERS:
         handlers = getattr(bpy.app.handlers, name)
         while _stop_on_data_reload in handlers:

@@ -24,7 +24,7 @@ def draw_object(layout, context, obj):
         box = layout.box()
         state = "partial bake" if s.bake_partial else "baked"
         box.label(text=f"{state}: frames {s.bake_frame_start}-{s.bake_frame_end}", icon="CHECKMARK")
-        if adapter.is_outdated(context, obj):
+        if adapter.is_outdated_cached(context, obj):
             box.label(text="Outdated: inputs changed since the bake", icon="ERROR")
         if s.bake_message:
             box.label(text=s.bake_message, icon="ERROR")

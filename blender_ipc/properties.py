@@ -73,6 +73,8 @@ def _value_update(self, _context):
 class IPC_ObjectSettings(bpy.types.PropertyGroup):
     role: EnumProperty(
         name="Role",
+        description="What the simulation does with this object: nothing, simulate it as an elastic "
+        "body, or use it as an animated obstacle",
         default="NONE",
         items=[
             ("NONE", "None", "Ignored by the simulation"),
@@ -80,7 +82,13 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
             ("COLLIDER", "Collider", "Animated obstacle: its edges follow the object's motion"),
         ],
     )
-    material_preset: EnumProperty(name="Preset", items=_PRESET_ITEMS, default="CUSTOM", update=_preset_update)
+    material_preset: EnumProperty(
+        name="Preset",
+        description="Material values to start from; editing a value makes it Custom",
+        items=_PRESET_ITEMS,
+        default="CUSTOM",
+        update=_preset_update,
+    )
     youngs_modulus: FloatProperty(
         name="Young's Modulus",
         description="Stiffness E [Pa]",
@@ -90,7 +98,12 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
         update=_value_update,
     )
     poisson_ratio: FloatProperty(
-        name="Poisson Ratio", default=0.4, min=-0.99, max=0.499, update=_value_update
+        name="Poisson Ratio",
+        description="How much the body bulges sideways when compressed (0.5: incompressible)",
+        default=0.4,
+        min=-0.99,
+        max=0.499,
+        update=_value_update,
     )
     density: FloatProperty(
         name="Density", description="Mass per area [kg/m^2]", default=1000.0, min=1e-6, update=_value_update
@@ -107,12 +120,16 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
         name="Pinned Group", description="Vertex group whose vertices follow the object's own animation"
     )
     # Bake record (written by the bake, read by the panel and Delete Bake).
-    is_baked: BoolProperty(default=False, options={"HIDDEN"})
-    bake_hash: StringProperty(options={"HIDDEN"})
-    bake_frame_start: IntProperty(options={"HIDDEN"})
-    bake_frame_end: IntProperty(options={"HIDDEN"})
-    bake_partial: BoolProperty(default=False, options={"HIDDEN"})
-    bake_message: StringProperty(options={"HIDDEN"})
+    is_baked: BoolProperty(default=False, options={"HIDDEN"}, description="The object holds an IPC bake")
+    bake_hash: StringProperty(
+        options={"HIDDEN"}, description="Input signature of the bake (compared to mark it outdated)"
+    )
+    bake_frame_start: IntProperty(options={"HIDDEN"}, description="First baked frame")
+    bake_frame_end: IntProperty(options={"HIDDEN"}, description="Last baked frame")
+    bake_partial: BoolProperty(
+        default=False, options={"HIDDEN"}, description="The bake stopped at a solver failure (frames kept)"
+    )
+    bake_message: StringProperty(options={"HIDDEN"}, description="Why the bake stopped early, if it did")
 
 
 class IPC_ColliderStat(bpy.types.PropertyGroup):
@@ -148,15 +165,20 @@ class IPC_ColliderStat(bpy.types.PropertyGroup):
 class IPC_SceneSettings(bpy.types.PropertyGroup):
     plane: EnumProperty(
         name="Plane",
+        description="World plane the flat meshes lie in and move in",
         default="XZ",
         items=[
             ("XZ", "XZ (front)", "Simulate in the XZ plane, gravity along -Z"),
             ("XY", "XY (top)", "Simulate in the XY plane"),
         ],
     )
-    use_frame_range: BoolProperty(name="Custom Frame Range", default=False)
-    frame_start: IntProperty(name="Start", default=1)
-    frame_end: IntProperty(name="End", default=100)
+    use_frame_range: BoolProperty(
+        name="Custom Frame Range",
+        description="Bake these frames instead of the scene's frame range",
+        default=False,
+    )
+    frame_start: IntProperty(name="Start", description="First frame (the meshes as they are)", default=1)
+    frame_end: IntProperty(name="End", description="Last frame to bake", default=100)
     substeps: IntProperty(name="Substeps", description="Time steps per frame", default=4, min=1, soft_max=50)
     use_scene_gravity: BoolProperty(
         name="Scene Gravity", default=True, description="Use the scene's gravity projected to the plane"
@@ -169,18 +191,43 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
     )
     dhat_mode: EnumProperty(
         name="Contact Gap",
+        description="How the contact gap d\u0302 (the distance at which contact forces start) is given",
         default="RELATIVE",
         items=[
             ("RELATIVE", "Relative", "Fraction of the bodies' bounding-box diagonal"),
             ("ABSOLUTE", "Absolute", "Distance in metres"),
         ],
     )
-    dhat_relative: FloatProperty(name="d\u0302 (relative)", default=1e-3, min=1e-6, max=0.1, precision=5)
-    dhat: FloatProperty(name="d\u0302", default=0.01, min=1e-7, precision=5, unit="LENGTH")
-    kappa_auto: BoolProperty(name="Automatic Stiffness", default=True)
-    kappa: FloatProperty(name="Barrier Stiffness", default=1e5, min=1e-6)
+    dhat_relative: FloatProperty(
+        name="d\u0302 (relative)",
+        description="Contact gap as a fraction of the bodies' bounding-box diagonal",
+        default=1e-3,
+        min=1e-6,
+        max=0.1,
+        precision=5,
+    )
+    dhat: FloatProperty(
+        name="d\u0302",
+        description="Contact gap [m]: bodies push apart once closer than this",
+        default=0.01,
+        min=1e-7,
+        precision=5,
+        unit="LENGTH",
+    )
+    kappa_auto: BoolProperty(
+        name="Automatic Stiffness",
+        description="Choose the barrier stiffness from the materials and masses",
+        default=True,
+    )
+    kappa: FloatProperty(
+        name="Barrier Stiffness",
+        description="Stiffness \u03ba of the contact barrier [Pa]",
+        default=1e5,
+        min=1e-6,
+    )
     formulation: EnumProperty(
         name="Formulation",
+        description="How the contact barrier sums over point-edge pairs",
         default="original",
         items=[
             ("original", "Original", "Sum over point-edge pairs"),
@@ -210,10 +257,21 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
         description="Newton stops only when every vertex's net force is below this fraction "
         "of the forces acting on it (at least its weight): 1e-3 balances forces to 0.1 %",
     )
-    max_newton_iters: IntProperty(name="Max Newton Iterations", default=100, min=1)
-    use_ground: BoolProperty(name="Ground", default=False)
-    ground_height: FloatProperty(name="Height", default=0.0, unit="LENGTH")
-    ground_friction: FloatProperty(name="Ground Friction", default=0.4, min=0.0)
+    max_newton_iters: IntProperty(
+        name="Max Newton Iterations",
+        description="Newton iterations per time step before the step counts as not converged",
+        default=100,
+        min=1,
+    )
+    use_ground: BoolProperty(
+        name="Ground", description="An infinite ground line below the bodies", default=False
+    )
+    ground_height: FloatProperty(
+        name="Height", description="Height of the ground line in the plane [m]", default=0.0, unit="LENGTH"
+    )
+    ground_friction: FloatProperty(
+        name="Ground Friction", description="Coulomb friction coefficient of the ground", default=0.4, min=0.0
+    )
     keep_partial: BoolProperty(
         name="Keep Partial Bake",
         description="On a solver failure keep the frames baked so far",
@@ -223,16 +281,16 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
     stat_bake_hash: StringProperty(
         options={"HIDDEN"}, description="Input hash of the last bake (its objects' bake_hash)"
     )
-    stat_frames: IntProperty(options={"HIDDEN"})
-    stat_wall_time: FloatProperty(options={"HIDDEN"})
-    stat_newton_iters: IntProperty(options={"HIDDEN"})
+    stat_frames: IntProperty(options={"HIDDEN"}, description="Frames of the last bake")
+    stat_wall_time: FloatProperty(options={"HIDDEN"}, description="Duration of the last bake [s]")
+    stat_newton_iters: IntProperty(options={"HIDDEN"}, description="Newton iterations of the last bake")
     stat_min_distance: FloatProperty(
         options={"HIDDEN"},
         description="Smallest contact distance the solver kept during the last bake [m] "
         "(-1: nothing came within range); against the colliders where the solver could put "
         "them, see Collider Distance for where they are animated",
     )
-    stat_message: StringProperty(options={"HIDDEN"})
+    stat_message: StringProperty(options={"HIDDEN"}, description="Why the last bake stopped early, if it did")
     # Colliders that could not follow their animation (blocked by bodies that cannot give way).
     stat_collider_distance: FloatProperty(
         name="Collider Distance",

@@ -6,6 +6,7 @@ import bpy
 import checks
 import harness
 import numpy as np
+import test_ui
 
 
 def setup_function():
@@ -282,3 +283,70 @@ def test_messages_use_face_indices_and_panel_names():
     s.ground_height = 0.0
     assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
     _assert_baked_frames_clean([a, b])
+
+
+# ----------------------------------------------------------------------------- 13. code layout, UI
+
+
+def test_adapter_modules_ship_in_the_add_on_and_keep_the_layers():
+    addon = harness.addon()
+    for name in ("common", "reading", "colliders", "signature", "shape_keys", "bake_job", "adapter"):
+        module = harness.sub(name)
+        assert module.__name__.startswith(addon.__name__ + "."), module.__name__
+        # adapter modules never reach up into the UI layer
+        assert not {"operators", "panels", "properties"} & set(vars(module)), name
+    adapter = harness.sub("adapter")
+    assert adapter.BakeJob is harness.sub("bake_job").BakeJob
+    assert adapter.write_bake is harness.sub("shape_keys").write_bake
+
+
+def test_every_property_has_a_tooltip():
+    props = harness.sub("properties")
+    missing = [
+        f"{cls.__name__}.{p.identifier}"
+        for cls in props.CLASSES
+        for p in cls.bl_rna.properties
+        if p.identifier not in ("rna_type", "name") and not p.description.strip()
+    ]
+    assert not missing, missing
+
+
+def test_panel_does_not_rehash_meshes_when_nothing_changed():
+    _frames(n_frames=3)
+    a = _quad("A", 0.0, 0.3, 0.2, 0.2)
+    assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
+    panels, signature = harness.sub("panels"), harness.sub("signature")
+    calls = []
+    hashing = signature.input_signature
+    signature.input_signature = lambda *args: (calls.append(1), hashing(*args))[1]
+    try:
+
+        def draw():
+            log = []
+            panels.draw_object(test_ui._Layout(log), bpy.context, a)
+            panels.draw_bake(test_ui._Layout(log), bpy.context)
+            return any(kind == "label" and t.startswith("Outdated") for kind, t in log)
+
+        bpy.context.view_layer.update()
+        assert not draw()
+        first = len(calls)
+        for _ in range(5):
+            assert not draw()
+        assert len(calls) == first, "the panel hashed the meshes again with nothing changed"
+        bpy.context.scene.frame_set(2)  # playback: no new hash either
+        assert not draw() and len(calls) == first
+        # An edit of the mesh (through the depsgraph) or of a setting (even before any
+        # depsgraph update) makes the panel hash again and mark the bake outdated.
+        x0 = a.data.vertices[0].co.x
+        a.data.vertices[0].co.x -= 0.01
+        a.data.update()
+        bpy.context.view_layer.update()
+        assert draw() and len(calls) == first + 1
+        a.data.vertices[0].co.x = x0  # back as it was: not outdated
+        a.data.update()
+        bpy.context.view_layer.update()
+        assert not draw()
+        a.ipc.friction = 0.1
+        assert draw()
+    finally:
+        signature.input_signature = hashing

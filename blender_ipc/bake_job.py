@@ -1,0 +1,213 @@
+"""The bake job: reads everything up front, steps the solver frame by frame (in time slices for
+the modal operator) and writes the shape keys only when it finishes."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import blas_threads
+from .colliders import ColliderReport, collider_reports, lag_warning, read_collider, sample_matrices
+from .common import PLANE_AXES, IPCError, frame_range, sim_dt
+from .reading import (
+    build_scene,
+    check_bakeable,
+    gather_objects,
+    in_blender_words,
+    is_obstacle_body,
+    material_of,
+    read_body,
+)
+from .shape_keys import to_local_frames, write_bake
+from .signature import input_signature
+from .solver import ConvergenceError, Simulation, SolverInputError
+from .solver.collider_check import compact_ranges
+
+
+@dataclass
+class BakeStats:
+    frames: int = 0
+    wall_time: float = 0.0
+    newton_iters: int = 0
+    min_distance: float = math.inf
+    # Per computed frame (frame_start + 1, ...), per collider: the largest lag behind its
+    # animation and the smallest signed distance to the bodies at its animated position
+    # (negative: overlap), over the frame's substeps [m].
+    collider_lag: list = field(default_factory=list)
+    collider_distance: list = field(default_factory=list)
+
+
+class BakeJob:
+    """A bake in progress: everything is read up front, nothing in the scene changes until
+    :meth:`finish`, so cancelling is just dropping the job.
+
+    The solver runs with ``blas_threads`` BLAS threads (None: the process's setting), set
+    around each call and restored afterwards, so Blender keeps its own setting in between."""
+
+    blas_threads: int | None = blas_threads.BAKE_THREADS
+
+    def __init__(self, context, target: str = "SELECTED"):
+        scene = context.scene
+        self.scene = scene
+        self.body_objs, self.collider_objs = gather_objects(context, target)
+        check_bakeable(context, self.body_objs, self.collider_objs)
+        self.frame_start, self.frame_end = frame_range(scene)
+        if self.frame_end <= self.frame_start:
+            raise IPCError(
+                f"Frame range {self.frame_start}..{self.frame_end} is empty; "
+                "the end frame must come after the start frame"
+            )
+        self.substeps = scene.ipc.substeps
+        self.n_frames = self.frame_end - self.frame_start + 1
+        self.signature = input_signature(scene, self.body_objs, self.collider_objs)
+        self.inputs, self.frame_mats, self.solver_scene = self._read(context)
+        try:
+            with blas_threads.limited(self.blas_threads):
+                self.sim = Simulation(self.solver_scene)
+        except SolverInputError as err:
+            text = in_blender_words(str(err), self.inputs, self.solver_scene)
+            raise IPCError(f"Invalid simulation input: {text}") from err
+        self.frames = [[b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]]
+        self.stats = BakeStats(frames=1)
+        self.failure: str | None = None
+        self.started = time.perf_counter()
+
+    def _read(self, context):
+        scene = context.scene
+        plane = scene.ipc.plane
+        frame, subframe = scene.frame_current, scene.frame_subframe
+        n_steps = (self.n_frames - 1) * self.substeps
+        try:
+            scene.frame_set(self.frame_start)
+            depsgraph = context.evaluated_depsgraph_get()
+            bodies = [read_body(o, plane) for o in self.body_objs]
+            colliders = [read_collider(o, depsgraph, plane) for o in self.collider_objs]
+            objs = self.body_objs + self.collider_objs
+            deforming = [j for j, o in enumerate(objs) if is_obstacle_body(o, self.body_objs)]
+            mats, shapes = sample_matrices(context, objs, self.frame_start, n_steps, self.substeps, deforming)
+        finally:
+            scene.frame_set(frame, subframe=subframe)
+        times = np.arange(n_steps + 1) * sim_dt(scene)
+        materials = [material_of(o) for o in self.body_objs + self.collider_objs]
+        solver_scene = build_scene(scene, bodies, colliders, materials, mats, times, shapes)
+        frame_mats = mats[:: self.substeps, : len(bodies)]
+        return bodies, frame_mats, solver_scene
+
+    @property
+    def frames_done(self) -> int:
+        return len(self.frames)
+
+    @property
+    def done(self) -> bool:
+        return self.failure is not None or self.frames_done >= self.n_frames
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def estimate_remaining(self) -> float:
+        computed = self.frames_done - 1
+        if computed <= 0:
+            return math.nan
+        return self.elapsed() / computed * (self.n_frames - self.frames_done)
+
+    def step_frame(self):
+        """Advance one frame (all its substeps). Solver failures end the job with a message."""
+        frame = self.frame_start + self.frames_done
+        try:
+            n_col = len(self.collider_objs)
+            lag, dist = np.zeros(n_col), np.full(n_col, math.inf)
+            for _ in range(self.substeps):
+                st = self.sim.step()
+                self.stats.newton_iters += st.newton_iters
+                self.stats.min_distance = min(self.stats.min_distance, st.min_distance)
+                lag = np.maximum(lag, st.collider_lags)
+                dist = np.minimum(dist, st.animated_collider_distances)
+        except (ConvergenceError, SolverInputError) as err:
+            self.failure = f"Solver failed at frame {frame}: {err}"
+            return
+        except Exception as err:
+            self.failure = f"Solver failed at frame {frame}: {type(err).__name__}: {err}"
+            return
+        self.frames.append([self.sim.body_positions(i).copy() for i in range(len(self.inputs))])
+        self.stats.frames = self.frames_done
+        self.stats.collider_lag.append(lag)
+        self.stats.collider_distance.append(dist)
+
+    def _collider_frames(self):
+        """Per computed frame (F, C): largest lag and smallest animated distance [m]."""
+        shape = (len(self.stats.collider_lag), len(self.collider_objs))
+        lags = np.array(self.stats.collider_lag, float).reshape(shape)
+        return lags, np.array(self.stats.collider_distance, float).reshape(shape)
+
+    def collider_reports(self) -> list[ColliderReport]:
+        """How each collider followed its animation over the frames computed so far."""
+        lags, dists = self._collider_frames()
+        names = [o.name for o in self.collider_objs]
+        return collider_reports(names, self.frame_start, lags, dists, self.solver_scene.params.dhat)
+
+    @property
+    def warning(self) -> str:
+        """Colliders that could not follow their animation, or ''."""
+        return lag_warning(self.collider_reports(), self.solver_scene.params.dhat)
+
+    def step(self, budget: float | None = None) -> bool:
+        """Compute frames until done or `budget` seconds have passed; returns ``done``."""
+        t0 = time.perf_counter()
+        with blas_threads.limited(self.blas_threads):
+            while not self.done:
+                self.step_frame()
+                if budget is not None and time.perf_counter() - t0 >= budget:
+                    break
+        return self.done
+
+    def run(self) -> bool:
+        return self.step(None)
+
+    def finish(self, keep_partial: bool = False) -> bool:
+        """Write the keys (all frames, or the partial result if allowed). Returns True if
+        anything was written."""
+        self.stats.wall_time = self.elapsed()
+        partial = self.failure is not None
+        if partial and (not keep_partial or self.frames_done < 2):
+            return False
+        plane = self.scene.ipc.plane
+        n = self.frames_done
+        for j, (obj, body) in enumerate(zip(self.body_objs, self.inputs, strict=True)):
+            positions = np.stack([f[j] for f in self.frames])
+            local = to_local_frames(body, positions, self.frame_mats[:n, j], plane)
+            write_bake(obj, local, self.frame_start)
+            s = obj.ipc
+            s.is_baked, s.bake_hash, s.bake_partial = True, self.signature, partial
+            s.bake_frame_start, s.bake_frame_end = self.frame_start, self.frame_start + n - 1
+            s.bake_message = self.failure or ""
+        self._record_stats()
+        return True
+
+    def _record_stats(self):
+        s = self.scene.ipc
+        s.stat_bake_hash = self.signature
+        s.stat_frames = self.frames_done
+        s.stat_wall_time = self.stats.wall_time
+        s.stat_newton_iters = self.stats.newton_iters
+        s.stat_min_distance = self.stats.min_distance if math.isfinite(self.stats.min_distance) else -1.0
+        s.stat_message = self.failure or ""
+        reports = self.collider_reports()
+        near = [r.distance for r in reports if math.isfinite(r.distance)]
+        s.stat_collider_near = bool(near)
+        s.stat_collider_distance = min(near, default=0.0)
+        s.stat_collider_lag = max((r.lag for r in reports), default=0.0)
+        lags, dists = self._collider_frames()
+        frames = self.frame_start + 1 + np.arange(len(lags))
+        s.stat_lag_frames = compact_ranges(frames[(lags > self.solver_scene.params.dhat).any(axis=1)])
+        s.stat_overlap_frames = compact_ranges(frames[(dists < 0.0).any(axis=1)])
+        s.stat_warning = lag_warning(reports, self.solver_scene.params.dhat)
+        s.stat_colliders.clear()
+        for r in reports:
+            item = s.stat_colliders.add()
+            item.name, item.lag = r.name, r.lag
+            item.near = math.isfinite(r.distance)
+            item.distance = r.distance if item.near else 0.0
+            item.lag_frames, item.overlap_frames = r.lag_frames, r.overlap_frames

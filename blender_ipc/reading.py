@@ -1,0 +1,304 @@
+"""Reading deformable bodies: which objects a bake takes, whether they can be baked, each body's
+mesh as solver arrays, the solver scene built from bodies, colliders and settings, and solver
+messages in Blender's words.
+
+A deformable body is its mesh at the start frame in world space (the add-on refuses modifiers
+and foreign shape keys, so the mesh data + evaluated world matrix *is* the evaluated mesh),
+triangulated through ``loop_triangles`` (n-gons included) and projected to the plane.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .colliders import ColliderInput
+from .common import (
+    PLANE_AXES,
+    IPCError,
+    compact_indices,
+    format_length,
+    is_our_bake,
+    local_coords,
+    matrix_of,
+    project,
+    sim_dt,
+    transform,
+)
+from .solver import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
+
+FLAT_TOL_REL = 1e-4  # allowed out-of-plane spread relative to the body size
+FLAT_TOL_ABS = 1e-6  # ... but never below this [m] (float32 mesh coordinates)
+
+
+def _triangles(mesh):
+    """(m, 3) vertex indices of the loop triangles and (m,) the face each belongs to."""
+    mesh.calc_loop_triangles()
+    tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
+    mesh.loop_triangles.foreach_get("vertices", tris)
+    faces = np.empty(len(mesh.loop_triangles), dtype=np.int32)
+    mesh.loop_triangles.foreach_get("polygon_index", faces)
+    return tris.reshape(-1, 3), faces
+
+
+def gather_objects(context, target: str):
+    """Bodies to bake (selected or all in the view layer) and all colliders of the view layer."""
+    # Objects linked by a script moments ago appear in view_layer.objects only after an update.
+    context.view_layer.update()
+    objs = list(context.view_layer.objects)
+    pool = [o for o in objs if o.select_get()] if target == "SELECTED" else objs
+    bodies = [o for o in pool if o.type == "MESH" and o.ipc.role == "BODY"]
+    if not bodies:
+        where = "selected" if target == "SELECTED" else "in the scene"
+        raise IPCError(f"Nothing to bake: no mesh {where} has the IPC role 'Deformable Body'")
+    return sorted(bodies, key=lambda o: o.name), obstacles(objs, bodies)
+
+
+def obstacles(objs, bodies):
+    """What the bodies collide with: every collider, and every deformable body that is not
+    baked with them (Bake Selected leaves the unselected ones as they are: they keep their
+    current motion, their own bake if they have one, and the selected bodies collide with it)."""
+    return sorted(
+        (o for o in objs if o.ipc.role == "COLLIDER" or is_obstacle_body(o, bodies)), key=lambda o: o.name
+    )
+
+
+def is_obstacle_body(obj, bodies) -> bool:
+    return obj.type == "MESH" and obj.ipc.role == "BODY" and obj not in bodies
+
+
+def unselected_bodies(context) -> int:
+    """How many deformable bodies Bake Selected would leave as obstacles (for the panel)."""
+    objs = context.view_layer.objects
+    bodies = [o for o in objs if o.type == "MESH" and o.ipc.role == "BODY"]
+    return sum(1 for o in bodies if not o.select_get()) if any(o.select_get() for o in bodies) else 0
+
+
+def check_bakeable(context, bodies, colliders):
+    if context.mode != "OBJECT" or any(o.mode != "OBJECT" for o in bodies + colliders):
+        raise IPCError("Leave Edit Mode (switch to Object Mode) before baking")
+    for obj in bodies:
+        if obj.data.users > 1:
+            raise IPCError(
+                f"'{obj.name}': its mesh '{obj.data.name}' is shared by "
+                f"{obj.data.users} objects; make it single-user before baking"
+            )
+        mods = [m.name for m in obj.modifiers if m.show_viewport or m.show_render]
+        if mods:
+            raise IPCError(
+                f"'{obj.name}': modifier '{mods[0]}' would be applied on top of the "
+                "baked shape keys; apply or disable it before baking"
+            )
+        key = obj.data.shape_keys
+        if key and not is_our_bake(obj):
+            names = ", ".join(kb.name for kb in key.key_blocks[:3])
+            raise IPCError(
+                f"'{obj.name}' has its own shape keys ({names}); the bake would "
+                "overwrite them - remove them or bake a copy of the object"
+            )
+    for obj in colliders:
+        if obj.type != "MESH":
+            raise IPCError(f"Collider '{obj.name}' is not a mesh (it is of type {obj.type})")
+
+
+@dataclass(frozen=True)
+class BodyInput:
+    name: str
+    local_rest: np.ndarray  # (n, 3) float32, mesh data coordinates (bit-exact original)
+    world_rest: np.ndarray  # (n, 3) float64 at the start frame
+    used: np.ndarray  # (k,) vertex indices referenced by triangles (= solver vertices)
+    triangles: np.ndarray  # (m, 3) indices into `used`
+    pinned: np.ndarray  # (p,) indices into `used`
+    # Loose vertices (in no face: lone vertices, ends of loose edges) ride along with the
+    # nearest triangle: (q,) vertex indices, (q,) triangle indices, (q, 3) barycentric weights.
+    loose: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    loose_tri: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    loose_bary: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    faces: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64)
+    )  # (m,) face of each triangle
+
+
+def _pinned_vertices(obj, mesh, group_name: str) -> np.ndarray:
+    if not group_name:
+        return np.zeros(0, dtype=np.int64)
+    group = obj.vertex_groups.get(group_name)
+    if group is None:
+        raise IPCError(f"'{obj.name}': pinned vertex group '{group_name}' does not exist")
+    gi = group.index
+    # Vertex-group membership has no foreach accessor; this runs once per bake, not per step.
+    return np.array(
+        [v.index for v in mesh.vertices if any(g.group == gi and g.weight > 0.0 for g in v.groups)],
+        dtype=np.int64,
+    )
+
+
+def read_body(obj, plane: str) -> BodyInput:
+    u, v, w = PLANE_AXES[plane]
+    mesh = obj.data
+    if len(mesh.polygons) == 0:
+        raise IPCError(f"'{obj.name}' has no faces; a deformable body needs a filled mesh")
+    local = local_coords(mesh)
+    world = transform(matrix_of(obj.matrix_world), local.astype(np.float64))
+    extent = float(np.ptp(world[:, [u, v]], axis=0).max())
+    spread = float(np.ptp(world[:, w]))
+    tol = max(FLAT_TOL_ABS, FLAT_TOL_REL * extent)
+    if spread > tol:
+        axis = "XYZ"[w]
+        raise IPCError(
+            f"'{obj.name}' is not flat in the {plane} plane: its world {axis} "
+            f"coordinates span {spread:.3g} m (tolerance {tol:.2g} m)"
+        )
+    all_tris, faces = _triangles(mesh)
+    used, tris = compact_indices(all_tris, len(local))
+    pins = _pinned_vertices(obj, mesh, obj.ipc.pin_group)
+    pinned = np.searchsorted(used, np.intersect1d(pins, used))
+    loose = np.setdiff1d(np.arange(len(local)), used)
+    x = world[used][:, [u, v]]
+    # Faces wound the other way (a flipped normal) are turned round in the solver's copy only:
+    # in a flat mesh every face's winding is visible from its signed area in the plane.
+    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
+    flipped = _cross2(b - a, c - a) < 0
+    tris[flipped] = tris[flipped][:, [0, 2, 1]]
+    loose_tri, loose_bary = attach_to_nearest_triangle(world[loose][:, [u, v]], x, tris)
+    return BodyInput(obj.name, local, world, used, tris, pinned, loose, loose_tri, loose_bary, faces)
+
+
+def attach_to_nearest_triangle(points: np.ndarray, x: np.ndarray, tris: np.ndarray):
+    """For each point (q, 2): the nearest triangle of the mesh (x, tris) and the point's
+    barycentric coordinates in it (unclamped: a point outside follows the triangle's affine
+    motion). Loose vertices and edges of a body are carried along this way."""
+    tri_of = np.zeros(len(points), dtype=np.int64)
+    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
+    for start in range(0, len(points), 256):  # (chunk, m) distance table
+        p = points[start : start + 256, None]
+        d = np.minimum(
+            np.minimum(_segment_distance(p, a, b), _segment_distance(p, b, c)), _segment_distance(p, c, a)
+        )
+        s1, s2, s3 = _cross2(b - a, p - a), _cross2(c - b, p - b), _cross2(a - c, p - c)
+        inside = ((s1 >= 0) & (s2 >= 0) & (s3 >= 0)) | ((s1 <= 0) & (s2 <= 0) & (s3 <= 0))
+        tri_of[start : start + 256] = np.argmin(np.where(inside, -1.0, d), axis=1)
+    t = tris[tri_of]
+    a, b, c = x[t[:, 0]], x[t[:, 1]], x[t[:, 2]]
+    area = _cross2(b - a, c - a)
+    wb = _cross2(points - a, c - a) / area
+    wc = _cross2(b - a, points - a) / area
+    return tri_of, np.column_stack([1.0 - wb - wc, wb, wc])
+
+
+def _cross2(p, q):
+    return p[..., 0] * q[..., 1] - p[..., 1] * q[..., 0]
+
+
+def _segment_distance(p, a, b):
+    ab = b - a
+    t = np.clip(((p - a) * ab).sum(-1) / np.maximum((ab * ab).sum(-1), 1e-300), 0.0, 1.0)
+    return np.linalg.norm(p - (a + t[..., None] * ab), axis=-1)
+
+
+def material_of(obj) -> Material:
+    s = obj.ipc
+    return Material(E=s.youngs_modulus, nu=s.poisson_ratio, density=s.density, mu=s.friction)
+
+
+def _gravity(scene) -> tuple[float, float]:
+    s = scene.ipc
+    if not s.use_scene_gravity:
+        return (float(s.gravity[0]), float(s.gravity[1]))
+    u, v, _ = PLANE_AXES[s.plane]
+    g = scene.gravity if scene.use_gravity else (0.0, 0.0, 0.0)
+    return (float(g[u]), float(g[v]))
+
+
+def sim_params(scene, bodies_2d: list[np.ndarray]) -> SimParams:
+    s = scene.ipc
+    if s.dhat_mode == "RELATIVE":
+        pts = np.concatenate(bodies_2d)
+        dhat = s.dhat_relative * float(np.linalg.norm(np.ptp(pts, axis=0)))
+    else:
+        dhat = s.dhat
+    return SimParams(
+        dt=sim_dt(scene),
+        dhat=dhat,
+        kappa=None if s.kappa_auto else s.kappa,
+        formulation=s.formulation,
+        eps_v=s.eps_v,
+        newton_tol=s.newton_tol,
+        force_tol=s.force_tol,
+        max_newton_iters=s.max_newton_iters,
+        gravity=_gravity(scene),
+        strict=True,
+    )
+
+
+def build_scene(
+    scene,
+    bodies: list[BodyInput],
+    colliders: list[ColliderInput],
+    materials,
+    mats: np.ndarray,
+    times: np.ndarray,
+    shapes=None,
+) -> Scene:
+    """mats: (T, n_bodies + n_colliders, 4, 4) sampled matrices, bodies first; shapes: sampled
+    world vertices (T, n, 3) of the deforming colliders by their index in mats."""
+    shapes = shapes or {}
+    u, v, _ = PLANE_AXES[scene.ipc.plane]
+    solver_bodies = []
+    for j, b in enumerate(bodies):
+        pins = ()
+        if len(b.pinned):
+            local = b.local_rest[b.used[b.pinned]].astype(np.float64)
+            pins = (Pin(b.pinned.copy(), times, project(mats[:, j], local, (u, v))),)
+        solver_bodies.append(
+            Body(b.name, b.world_rest[b.used][:, [u, v]], b.triangles, materials[j], pins=pins)
+        )
+    solver_colliders = []
+    for j, c in enumerate(colliders):
+        if len(bodies) + j in shapes:
+            pos = shapes[len(bodies) + j][:, c.vertex_ids][:, :, [u, v]]
+        else:
+            pos = project(mats[:, len(bodies) + j], c.local, (u, v))
+        solver_colliders.append(
+            Collider(c.name, pos[0].copy(), c.edges, times, pos, mu=materials[len(bodies) + j].mu)
+        )
+    planes = ()
+    if scene.ipc.use_ground:
+        planes = (
+            HalfPlane(
+                point=(0.0, scene.ipc.ground_height),
+                normal=(0.0, 1.0),
+                mu=scene.ipc.ground_friction,
+                name="Ground",
+            ),
+        )
+    params = sim_params(scene, [sb.vertices for sb in solver_bodies])
+    return Scene(tuple(solver_bodies), tuple(solver_colliders), planes, params)
+
+
+def in_blender_words(message: str, bodies: list[BodyInput], scene: Scene) -> str:
+    """A solver message in the artist's terms: Blender's face and vertex indices instead of the
+    solver's triangle and compacted vertex numbers, the panel's names (Contact Gap, Ground)."""
+    by_name = {b.name: b for b in bodies}
+    m = re.match(r"body '([^']*)': (.*)", message, re.S)
+    if m and m.group(1) in by_name:
+        body = by_name[m.group(1)]
+        rest = re.sub(r"\btriangle (\d+)", lambda t: f"face {body.faces[int(t.group(1))]}", m.group(2))
+        rest = re.sub(
+            r"\bedge \((\d+), (\d+)\)",
+            lambda e: f"edge between vertices {body.used[int(e.group(1))]} and {body.used[int(e.group(2))]}",
+            rest,
+        )
+        rest = re.sub(r"\bvertex (\d+)", lambda v: f"vertex {body.used[int(v.group(1))]}", rest)
+        message = f"'{body.name}': {rest}"
+    gap = format_length(scene.params.dhat)
+    message = re.sub(r"\bdhat=[-+.e0-9]+", f"the Contact Gap ({gap})", message)
+    message = re.sub(
+        r"\(distance ([-+.e0-9]+)\)", lambda d: f"(distance {format_length(float(d.group(1)))})", message
+    )
+    for hp in scene.half_planes:
+        height = format_length(float(hp.point[1]))
+        message = message.replace(f"half-plane '{hp.name}'", f"the {hp.name} (height {height})")
+    return re.sub(r"\bbod(y|ies) '", "'", message)

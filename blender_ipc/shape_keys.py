@@ -1,0 +1,96 @@
+"""Writing and deleting a bake: one absolute shape key per frame (``use_relative = False``); the
+first key (the basis) is the untouched rest mesh, so frame_start shows the original coordinates
+bit for bit, and an ``eval_time`` F-curve with LINEAR keys maps scene frames onto the keys."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from .common import KEY_PREFIX, PLANE_AXES, IPCError, fcurves_of, is_our_bake
+from .reading import BodyInput
+
+
+def _remove_key_action(key):
+    action = key.animation_data.action if key.animation_data else None
+    key.animation_data_clear()
+    if action is not None and action.users == 0:
+        bpy.data.actions.remove(action)
+
+
+def _set_linear(id_data, data_path: str):
+    for fc in fcurves_of(id_data):
+        if fc.data_path == data_path:
+            for kp in fc.keyframe_points:
+                kp.interpolation = "LINEAR"
+            fc.update()
+
+
+def delete_bake(obj):
+    """Remove the bake: shape keys, their Key datablock and the eval_time action."""
+    if obj.type == "MESH" and obj.data.shape_keys is not None:
+        if not is_our_bake(obj):
+            raise IPCError(f"'{obj.name}' has shape keys that are not an IPC bake; not deleting them")
+        _remove_key_action(obj.data.shape_keys)
+        obj.shape_key_clear()
+    s = obj.ipc
+    s.is_baked, s.bake_hash, s.bake_partial, s.bake_message = False, "", False, ""
+    s.bake_frame_start = s.bake_frame_end = 0
+
+
+def clear_stats_if_gone(context):
+    """After Delete Bake: once no object of the last bake is baked any more, the panel's
+    statistics of that bake (frames, time, distances, collider lag) are cleared."""
+    s = context.scene.ipc
+    if any(o.ipc.is_baked and o.ipc.bake_hash == s.stat_bake_hash for o in context.view_layer.objects):
+        return
+    for name in (p.identifier for p in s.bl_rna.properties):
+        if name.startswith("stat_") and name != "stat_colliders":
+            s.property_unset(name)
+    s.stat_colliders.clear()
+
+
+def to_local_frames(body: BodyInput, positions: np.ndarray, mats: np.ndarray, plane: str):
+    """Solver positions (F, k, 2) -> object-local coordinates (F, n, 3) float32.
+
+    The out-of-plane coordinate keeps its rest value; loose vertices (in no face) follow their
+    triangle (barycentric weights of :func:`attach_to_nearest_triangle`).
+    mats: (F, 4, 4) the object's world matrix at each frame.
+    """
+    u, v, _ = PLANE_AXES[plane]
+    world = np.repeat(body.world_rest[None], len(positions), axis=0)
+    world[:, body.used[:, None], [u, v]] = positions
+    if len(body.loose):
+        corners = positions[:, body.triangles[body.loose_tri]]  # (F, q, 3, 2)
+        world[:, body.loose[:, None], [u, v]] = np.einsum("fqkd,qk->fqd", corners, body.loose_bary)
+    inv = np.linalg.inv(mats)
+    local = np.einsum("fij,fnj->fni", inv[:, :3, :3], world) + inv[:, None, :3, 3]
+    return local.astype(np.float32)
+
+
+def write_bake(obj, local_frames: np.ndarray, frame_start: int):
+    """One absolute shape key per frame; key 0 is the untouched rest mesh (= frame_start)."""
+    if obj.data.shape_keys is not None:
+        delete_bake(obj)
+    basis = obj.shape_key_add(name=f"{KEY_PREFIX}{frame_start:05d}", from_mix=False)
+    key = obj.data.shape_keys
+    key.name = f"{KEY_PREFIX}{obj.name}"
+    key.use_relative = False
+    blocks = [basis]
+    for k in range(1, len(local_frames)):
+        kb = obj.shape_key_add(name=f"{KEY_PREFIX}{frame_start + k:05d}", from_mix=False)
+        kb.data.foreach_set("co", local_frames[k].ravel())
+        blocks.append(kb)
+    for kb in blocks:
+        kb.interpolation = "KEY_LINEAR"
+    # Our own action, assigned before keying: Blender 4.4+ would otherwise key eval_time into
+    # the object's action (a new slot in the user's own animation) that Delete Bake must keep.
+    key.animation_data_create()
+    key.animation_data.action = bpy.data.actions.new(f"{KEY_PREFIX}{obj.name}")
+    for k, kb in enumerate(blocks):
+        # kb.frame is where Blender placed the key on the eval_time axis (steps of ~10).
+        key.eval_time = kb.frame
+        key.keyframe_insert("eval_time", frame=frame_start + k)
+    _set_linear(key, "eval_time")
+    obj.active_shape_key_index = 0
+    obj.data.update()

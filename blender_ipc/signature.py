@@ -1,0 +1,191 @@
+"""The bake's input signature: a hash of meshes, materials, collider motion and settings, which
+marks a bake *outdated* when its inputs change."""
+
+from __future__ import annotations
+
+import hashlib
+
+import bpy
+import numpy as np
+
+from .common import fcurves_of, frame_range, local_coords, matrix_of
+from .reading import is_obstacle_body, obstacles
+
+_TRANSFORM_CHANNELS = (
+    "location",
+    "rotation_euler",
+    "rotation_quaternion",
+    "rotation_axis_angle",
+    "scale",
+    "delta_location",
+    "delta_rotation_euler",
+    "delta_rotation_quaternion",
+    "delta_scale",
+)
+
+
+def _motion_signature(obj, h):
+    """What determines an object's motion, without evaluating frames: F-curve keys, the values of
+    un-animated transform channels, parenting, constraints and drivers."""
+    while obj is not None:
+        curves = fcurves_of(obj)
+        anim = obj.animation_data
+        drivers = list(anim.drivers) if anim else []
+        animated = {(fc.data_path, fc.array_index) for fc in curves + drivers}
+        for fc in sorted(curves, key=lambda c: (c.data_path, c.array_index)):
+            pts = np.empty(len(fc.keyframe_points) * 2, dtype=np.float32)
+            fc.keyframe_points.foreach_get("co", pts)
+            h.update(f"{fc.data_path}{fc.array_index}{fc.extrapolation}".encode())
+            h.update(pts.tobytes())
+            h.update(",".join(k.interpolation for k in fc.keyframe_points).encode())
+        for path in _TRANSFORM_CHANNELS:
+            values = getattr(obj, path)
+            h.update(
+                repr([round(float(x), 9) for i, x in enumerate(values) if (path, i) not in animated]).encode()
+            )
+        h.update(f"{obj.rotation_mode}{obj.parent_type}{obj.parent_bone}".encode())
+        h.update(matrix_of(obj.matrix_parent_inverse).tobytes())
+        for con in obj.constraints:
+            h.update(
+                f"{con.type}{con.influence}{con.mute}"
+                f"{getattr(getattr(con, 'target', None), 'name', '')}".encode()
+            )
+        for drv in drivers:
+            h.update(f"{drv.data_path}{drv.array_index}{drv.driver.expression}".encode())
+        obj = obj.parent
+
+
+def _settings_text(scene) -> str:
+    """The scene settings that shape the simulated motion, as text (cheap)."""
+    settings = scene.ipc
+    parts = []
+    for name in sorted(settings.bl_rna.properties.keys()):
+        # Statistics and the keep-partial switch do not change the simulated motion.
+        if name not in ("rna_type", "name", "keep_partial") and not name.startswith("stat_"):
+            value = getattr(settings, name)
+            if not isinstance(value, (str, int, float, bool)):
+                value = tuple(value)  # vector properties
+            parts.append(f"{name}={value};")
+    parts.append(
+        f"{frame_range(scene)}{scene.render.fps}/{scene.render.fps_base}"
+        f"{tuple(scene.gravity)}{scene.use_gravity}"
+    )
+    return "".join(parts)
+
+
+def _object_text(obj) -> str:
+    """An object's name and IPC settings, as text (cheap)."""
+    s = obj.ipc
+    return f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}{s.friction}{s.pin_group}"
+
+
+def input_signature(scene, bodies, colliders) -> str:
+    """Hash of meshes, materials, collider motion and settings (cheap: no frame evaluation)."""
+    h = hashlib.sha1()
+    h.update(_settings_text(scene).encode())
+    for obj in list(bodies) + list(colliders):
+        h.update(_object_text(obj).encode())
+        h.update(local_coords(obj.data).tobytes())
+        loops = np.empty(len(obj.data.loops), dtype=np.int32)
+        obj.data.loops.foreach_get("vertex_index", loops)
+        h.update(loops.tobytes())
+        if is_obstacle_body(obj, bodies):
+            h.update(f"{obj.ipc.is_baked}{obj.ipc.bake_hash}".encode())  # moves with its bake
+        _motion_signature(obj, h)
+    return h.hexdigest()
+
+
+def is_outdated(context, obj) -> bool:
+    """True if the inputs of obj's bake changed. Objects baked together share one stored hash,
+    which identifies the group to re-hash together with the current colliders."""
+    if not obj.ipc.is_baked:
+        return False
+    group, colliders = _bake_group(context, obj)
+    try:
+        return input_signature(context.scene, group, colliders) != obj.ipc.bake_hash
+    except (AttributeError, TypeError):  # e.g. a collider that is no mesh
+        return True
+
+
+def _bake_group(context, obj):
+    """The objects baked together with obj (sorted by name) and their current obstacles."""
+    objs = list(context.view_layer.objects)
+    group = sorted(
+        (o for o in objs if o.type == "MESH" and o.ipc.is_baked and o.ipc.bake_hash == obj.ipc.bake_hash),
+        key=lambda o: o.name,
+    )
+    return group, obstacles(objs, group)
+
+
+# ----------------------------------------------------------------------------- panel cache
+#
+# The panel redraws often (mouse moves, progress, playback); hashing every mesh of the bake
+# each time would make it sluggish with big meshes. is_outdated_cached() re-hashes only when
+# something may have changed, judged by a key made of two parts:
+#
+# - a generation counter bumped by depsgraph_update_post, undo_post, redo_post and load_post:
+#   every edit of a mesh (edit mode, Python with mesh.update(), operators), of an F-curve,
+#   a constraint, a driver or a transform tags the depsgraph, and Blender evaluates it (and
+#   runs the handler) before the UI redraws. A frame change does not run depsgraph_update_post,
+#   so playback does not re-hash (the signature does not depend on the current frame).
+# - what can be read cheaply without the depsgraph: the scene settings and, for each object of
+#   the bake and each obstacle, its name, pointers of the object and its data, vertex and loop
+#   counts and its IPC settings. This catches a property set from Python that has not been
+#   evaluated yet (no depsgraph update ran since), and objects added, removed or renamed.
+
+_generation = [0]
+_cache: dict = {}
+CACHE_HANDLERS = ("depsgraph_update_post", "undo_post", "redo_post", "load_post")
+
+
+@bpy.app.handlers.persistent
+def _data_changed(*_args):
+    _generation[0] += 1
+    _cache.clear()
+
+
+def add_handlers():
+    for name in CACHE_HANDLERS:
+        handlers = getattr(bpy.app.handlers, name)
+        if _data_changed not in handlers:
+            handlers.append(_data_changed)
+
+
+def remove_handlers():
+    for name in CACHE_HANDLERS:
+        handlers = getattr(bpy.app.handlers, name)
+        while _data_changed in handlers:
+            handlers.remove(_data_changed)
+    _cache.clear()
+
+
+def _cheap_key(context, obj):
+    group, colliders = _bake_group(context, obj)
+    objs = []
+    for o in group + colliders:
+        data = o.data
+        counts = (len(data.vertices), len(data.loops)) if o.type == "MESH" else ()
+        objs.append(
+            (
+                _object_text(o),
+                o.as_pointer(),
+                data.as_pointer() if data is not None else 0,
+                counts,
+                o.ipc.is_baked,
+                o.ipc.bake_hash,
+            )
+        )
+    scene = context.scene
+    return (_generation[0], scene.as_pointer(), obj.ipc.bake_hash, _settings_text(scene), tuple(objs))
+
+
+def is_outdated_cached(context, obj) -> bool:
+    """:func:`is_outdated` for the panel: recomputed only when the key above changes."""
+    if not obj.ipc.is_baked:
+        return False
+    key = _cheap_key(context, obj)
+    if key not in _cache:
+        if len(_cache) > 256:
+            _cache.clear()
+        _cache[key] = is_outdated(context, obj)
+    return _cache[key]
