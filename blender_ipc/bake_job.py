@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import blas_threads
+from . import blas_threads, touching
 from .colliders import ColliderReport, collider_reports, lag_warning, read_collider, sample_matrices
 from .common import PLANE_AXES, IPCError, frame_range, sim_dt
 from .reading import (
@@ -25,6 +25,7 @@ from .shape_keys import to_local_frames, write_bake
 from .signature import input_signature
 from .solver import ConvergenceError, Simulation, SolverInputError
 from .solver.collider_check import compact_ranges
+from .solver.validate import check_scene
 
 
 @dataclass
@@ -65,6 +66,8 @@ class BakeJob:
         self.signature = input_signature(scene, self.body_objs, self.collider_objs)
         self.inputs, self.frame_mats, self.solver_scene = self._read(context)
         try:
+            check_scene(self.solver_scene)  # meshes sound before they are measured
+            self.solver_scene, self.separated = touching.separate(self.solver_scene)
             with blas_threads.limited(self.blas_threads):
                 self.sim = Simulation(self.solver_scene)
         except SolverInputError as err:
@@ -74,6 +77,11 @@ class BakeJob:
         self.stats = BakeStats(frames=1)
         self.failure: str | None = None
         self.started = time.perf_counter()
+
+    @property
+    def note(self) -> str:
+        """Objects that touched at the start and were separated for the simulation, or ''."""
+        return touching.report(self.separated, self.solver_scene.params.dhat)
 
     def _read(self, context):
         scene = context.scene

@@ -142,6 +142,8 @@ class IPC_OT_bake(bpy.types.Operator):
             note = " (frames up to the failure were kept)" if written else " (nothing was changed)"
             self.report({"ERROR"}, job.failure + note)
             return {"FINISHED"} if written else {"CANCELLED"}
+        if job.note:
+            self.report({"INFO"}, job.note)
         self.report({"INFO"}, f"IPC: baked {job.n_frames} frames in {job.stats.wall_time:.1f} s")
         if warning:
             # last, so that it is what the status bar shows

@@ -276,13 +276,64 @@ def test_messages_use_face_indices_and_panel_names():
     b = _quad("B", 0.2005, 0.3, 0.2, 0.2)  # 0.5 mm from A
     s = bpy.context.scene.ipc
     s.dhat_mode, s.dhat = "ABSOLUTE", 0.01
-    _refused("'A'", "'B'", "Contact Gap (10 mm)", "500 µm", absent=("dhat",))
+    # Closer than the Contact Gap: separated for the simulation (point 7), said in its words.
+    note = harness.sub("adapter").BakeJob(bpy.context, "SCENE").note
+    assert "Contact Gap is 10 mm" in note and "'B' 10.5 mm away from 'A'" in note, note
     b.location.x = 0.5
     s.ground_height = 0.35
     _refused("'A'", "Ground (height 350 mm)", absent=("half-plane",))
     s.ground_height = 0.0
     assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
     _assert_baked_frames_clean([a, b])
+
+
+# ----------------------------------------------------------------------------- 7. touching starts
+
+
+def _bake_touching(objs, *names):
+    """Bake objs (touching at the start); the report names every object in names. Returns it."""
+    note = harness.sub("adapter").BakeJob(bpy.context, "SCENE").note
+    for name in names:
+        assert name in note, f"{name!r} not in {note!r}"
+    assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
+    _assert_baked_frames_clean(objs)
+    scene = bpy.context.scene
+    for frame in range(scene.frame_start, scene.frame_end + 1):
+        scene.frame_set(frame)
+        for obj in objs:
+            assert _world_xz(obj)[:, 1].min() >= -1e-6, f"frame {frame}: '{obj.name}' below the ground"
+    return note
+
+
+def test_square_snapped_onto_the_ground_bakes():
+    _frames()
+    box = _quad("Box", 0.0, 0.0, 0.2, 0.2)  # exactly on the ground: distance 0
+    note = _bake_touching([box], "'Box'", "the Ground")
+    dhat = bpy.context.scene.ipc.dhat_relative * np.hypot(0.2, 0.2)
+    assert f"{dhat * 0.5 * 1e6:.3g} µm" in note, note  # lifted to half the Contact Gap
+    bpy.context.scene.frame_set(13)
+    assert abs(_world_xz(box)[:, 1].min()) < dhat, "the box did not stay on the ground"
+
+
+def test_squares_sharing_an_edge_bake():
+    _frames()
+    a = _quad("A", 0.0, 0.0, 0.2, 0.2)  # on the ground
+    b = _quad("B", 0.0, 0.2, 0.2, 0.2)  # stacked exactly on A
+    c = _quad("C", 0.2, 0.0, 0.2, 0.2)  # beside A, sharing its right side
+    rest = {o.name: harness.local_coords(o.data).tobytes() for o in (a, b, c)}
+    note = _bake_touching([a, b, c], "'A'", "'B'", "'C'", "the Ground")
+    for obj in (a, b, c):  # the meshes are unchanged; only the shape keys hold the motion
+        assert harness.local_coords(obj.data).tobytes() == rest[obj.name], obj.name
+    bpy.context.scene.frame_set(13)
+    assert _world_xz(b)[:, 1].min() - _world_xz(a)[:, 1].max() < 0.005, "B does not rest on A"
+    assert note.startswith("IPC: objects touching at the start were separated")
+
+
+def test_real_overlap_is_refused_naming_both():
+    _frames()
+    _quad("A", 0.0, 0.3, 0.2, 0.2)
+    _quad("B", 0.15, 0.35, 0.2, 0.2)  # 5 cm into A: outlines cross
+    _refused("'A'", "'B'", "overlap")
 
 
 # ----------------------------------------------------------------------------- 13. code layout, UI
