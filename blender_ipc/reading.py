@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+from mathutils import Vector
+from mathutils.geometry import delaunay_2d_cdt
 
 from .colliders import ColliderInput
 from .common import (
@@ -151,7 +153,7 @@ def read_body(obj, plane: str) -> BodyInput:
             f"'{obj.name}' is not flat in the {plane} plane: its world {axis} "
             f"coordinates span {spread:.3g} m (tolerance {tol:.2g} m)"
         )
-    all_tris, faces = _triangles(mesh)
+    all_tris, faces = _retriangulated(mesh, world[:, [u, v]], *_triangles(mesh))
     used, tris = compact_indices(all_tris, len(local))
     pins = _pinned_vertices(obj, mesh, obj.ipc.pin_group)
     pinned = np.searchsorted(used, np.intersect1d(pins, used))
@@ -164,6 +166,53 @@ def read_body(obj, plane: str) -> BodyInput:
     tris[flipped] = tris[flipped][:, [0, 2, 1]]
     loose_tri, loose_bary = attach_to_nearest_triangle(world[loose][:, [u, v]], x, tris)
     return BodyInput(obj.name, local, world, used, tris, pinned, loose, loose_tri, loose_bary, faces)
+
+
+# A loop triangle this flat (|area| relative to the body's size squared) is replaced.
+FLAT_TRIANGLE_REL = 1e-10
+
+
+def _retriangulated(mesh, xy: np.ndarray, tris: np.ndarray, faces: np.ndarray):
+    """Faces whose loop triangles include a zero-area one (an n-gon with vertices on a straight
+    side: knife cuts, imports; Blender's own triangulation may fan across them) triangulated
+    again as a constrained Delaunay triangulation of the face's outline (mathutils, Blender
+    3.4+), in the solver's copy only. A face that cannot be (a sliver, an outline crossing
+    itself) keeps Blender's triangles, and the solver names it."""
+    a, b, c = xy[tris[:, 0]], xy[tris[:, 1]], xy[tris[:, 2]]
+    scale = max(float(np.ptp(xy, axis=0).max()), 1e-300)
+    flat = np.abs(_cross2(b - a, c - a)) <= FLAT_TRIANGLE_REL * scale * scale
+    if not flat.any():
+        return tris, faces
+    keep, new_tris, new_faces = np.ones(len(tris), bool), [tris], [faces]
+    for f in np.unique(faces[flat]):
+        outline = np.array(mesh.polygons[int(f)].vertices, dtype=np.int64)
+        cdt = _outline_triangles(xy[outline], FLAT_TRIANGLE_REL * scale * scale)
+        if cdt is not None:
+            keep &= faces != f
+            new_tris.append(outline[cdt])
+            new_faces.append(np.full(len(cdt), f, dtype=faces.dtype))
+    tris = np.concatenate(new_tris)
+    faces = np.concatenate(new_faces)
+    keep = np.concatenate([keep, np.ones(len(tris) - len(keep), bool)])
+    return tris[keep].astype(np.int32), faces[keep]
+
+
+def _outline_triangles(pts: np.ndarray, tiny: float):
+    """(t, 3) indices into pts triangulating the polygon pts, or None if that fails."""
+    out = delaunay_2d_cdt([Vector(p) for p in pts], [], [list(range(len(pts)))], 1, 0.0)
+    verts, tri_list, orig = out[0], out[2], out[3]
+    if len(verts) != len(pts) or any(len(o) != 1 for o in orig) or not tri_list:
+        return None  # vertices merged or added: the outline touches or crosses itself
+    to_input = np.array([o[0] for o in orig], dtype=np.int64)
+    cdt = to_input[np.array([list(t) for t in tri_list], dtype=np.int64)]
+    if cdt.shape[1] != 3:
+        return None
+    a, b, c = pts[cdt[:, 0]], pts[cdt[:, 1]], pts[cdt[:, 2]]
+    area = np.abs(_cross2(b - a, c - a))
+    outline = abs(float(_cross2(pts, np.roll(pts, -1, axis=0)).sum()))
+    if (area <= tiny).any() or abs(area.sum() - outline) > 1e-9 * max(outline, 1e-300):
+        return None
+    return cdt
 
 
 def attach_to_nearest_triangle(points: np.ndarray, x: np.ndarray, tris: np.ndarray):
