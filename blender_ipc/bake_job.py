@@ -17,6 +17,7 @@ from .reading import (
     check_bakeable,
     gather_objects,
     in_blender_words,
+    initial_velocity,
     is_obstacle_body,
     material_of,
     read_body,
@@ -100,7 +101,8 @@ class BakeJob:
             scene.frame_set(frame, subframe=subframe)
         times = np.arange(n_steps + 1) * sim_dt(scene)
         materials = [material_of(o) for o in self.body_objs + self.collider_objs]
-        solver_scene = build_scene(scene, bodies, colliders, materials, mats, times, shapes)
+        velocities = [initial_velocity(o) for o in self.body_objs]
+        solver_scene = build_scene(scene, bodies, colliders, materials, mats, times, shapes, velocities)
         frame_mats = mats[:: self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 

@@ -19,6 +19,9 @@ def draw_object(layout, context, obj):
         col.prop(s, "density")
     col.prop(s, "friction")
     if s.role == "BODY" and obj.type == "MESH":
+        col = layout.column(align=True)
+        col.prop(s, "initial_velocity")
+        col.prop(s, "initial_angular_velocity")
         layout.prop_search(s, "pin_group", obj, "vertex_groups")
     if s.is_baked:
         box = layout.box()

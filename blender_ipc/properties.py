@@ -116,6 +116,23 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
         soft_max=2.0,
         update=_value_update,
     )
+    initial_velocity: FloatVectorProperty(
+        name="Initial Velocity",
+        description="Velocity of the body at the start frame, in the simulation plane "
+        "(horizontal, vertical) [m/s]: throws it without keyframes",
+        size=2,
+        default=(0.0, 0.0),
+        subtype="VELOCITY",
+        unit="VELOCITY",
+    )
+    initial_angular_velocity: FloatProperty(
+        name="Initial Spin",
+        description="Angular velocity of the body at the start frame about its centre [rad/s], "
+        "counter-clockwise in the plane's view (front for XZ, top for XY)",
+        default=0.0,
+        soft_min=-100.0,
+        soft_max=100.0,
+    )
     pin_group: StringProperty(
         name="Pinned Group", description="Vertex group whose vertices follow the object's own animation"
     )

@@ -282,6 +282,25 @@ def sim_params(scene, bodies_2d: list[np.ndarray]) -> SimParams:
     )
 
 
+def initial_velocity(obj):
+    """The body's initial in-plane velocity [m/s] and angular velocity [rad/s] (counter-clockwise
+    in the plane's view: front for XZ, top for XY) from its IPC settings."""
+    s = obj.ipc
+    return (float(s.initial_velocity[0]), float(s.initial_velocity[1])), float(s.initial_angular_velocity)
+
+
+def _spin(x, tris, linear, omega):
+    """Vertex velocities (n, 2) of a rigid motion: linear at the body's centre of area, turning
+    at omega about it; None when the body starts at rest."""
+    if not any(linear) and omega == 0.0:
+        return None
+    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
+    area = np.abs(_cross2(b - a, c - a))
+    centre = ((a + b + c) / 3.0 * area[:, None]).sum(axis=0) / area.sum()
+    r = x - centre
+    return np.asarray(linear, float) + omega * np.column_stack([-r[:, 1], r[:, 0]])
+
+
 def build_scene(
     scene,
     bodies: list[BodyInput],
@@ -290,9 +309,11 @@ def build_scene(
     mats: np.ndarray,
     times: np.ndarray,
     shapes=None,
+    velocities=None,
 ) -> Scene:
     """mats: (T, n_bodies + n_colliders, 4, 4) sampled matrices, bodies first; shapes: sampled
-    world vertices (T, n, 3) of the deforming colliders by their index in mats."""
+    world vertices (T, n, 3) of the deforming colliders by their index in mats; velocities:
+    per body its initial (linear (2,), angular) velocity, see :func:`initial_velocity`."""
     shapes = shapes or {}
     u, v, _ = PLANE_AXES[scene.ipc.plane]
     solver_bodies = []
@@ -301,9 +322,9 @@ def build_scene(
         if len(b.pinned):
             local = b.local_rest[b.used[b.pinned]].astype(np.float64)
             pins = (Pin(b.pinned.copy(), times, project(mats[:, j], local, (u, v))),)
-        solver_bodies.append(
-            Body(b.name, b.world_rest[b.used][:, [u, v]], b.triangles, materials[j], pins=pins)
-        )
+        x = b.world_rest[b.used][:, [u, v]]
+        velocity = _spin(x, b.triangles, *velocities[j]) if velocities else None
+        solver_bodies.append(Body(b.name, x, b.triangles, materials[j], velocity=velocity, pins=pins))
     solver_colliders = []
     for j, c in enumerate(colliders):
         if len(bodies) + j in shapes:

@@ -76,7 +76,10 @@ def _settings_text(scene) -> str:
 def _object_text(obj) -> str:
     """An object's name and IPC settings, as text (cheap)."""
     s = obj.ipc
-    return f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}{s.friction}{s.pin_group}"
+    return (
+        f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}{s.friction}{s.pin_group}"
+        f"{tuple(s.initial_velocity)}{s.initial_angular_velocity}"
+    )
 
 
 def input_signature(scene, bodies, colliders) -> str:

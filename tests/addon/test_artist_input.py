@@ -361,6 +361,40 @@ def test_real_overlap_is_refused_naming_both():
     _refused("'A'", "'B'", "overlap")
 
 
+# ----------------------------------------------------------------------------- 9. initial velocity
+
+
+def test_thrown_body_moves_and_spins_with_its_initial_velocity():
+    _frames(n_frames=13, fps=24, substeps=4)
+    s = bpy.context.scene.ipc
+    s.use_ground, s.use_scene_gravity, s.gravity = False, False, (0.0, 0.0)  # free flight
+    thrown = _quad("Thrown", 0.0, 0.3, 0.2, 0.2)
+    spun = _quad("Spun", 1.0, 0.3, 0.2, 0.2)
+    thrown.ipc.initial_velocity = (1.5, -0.5)
+    spun.ipc.initial_angular_velocity = 2.0
+    assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
+    _assert_baked_frames_clean([thrown, spun])
+    scene = bpy.context.scene
+    for frame in (7, 13):
+        scene.frame_set(frame)
+        t = (frame - 1) / 24.0
+        # v0 * t: the centre moves in a straight line at v0, the square keeps its shape.
+        centre = _world_xz(thrown).mean(axis=0)
+        np.testing.assert_allclose(
+            centre - (0.1, 0.4), (1.5 * t, -0.5 * t), atol=1e-3, err_msg=f"frame {frame}"
+        )
+        # omega * t: the spun square turns counter-clockwise about its (fixed) centre.
+        x = _world_xz(spun)
+        np.testing.assert_allclose(x.mean(axis=0), (1.1, 0.4), atol=1e-3)
+        side = x[1] - x[0]
+        angle = np.arctan2(side[1], side[0])
+        assert abs(angle - 2.0 * t) < 0.03 * 2.0 * t + 1e-3, f"frame {frame}: {angle:.4f} vs {2.0 * t:.4f}"
+    # The velocities are inputs of the bake: changing one marks it outdated.
+    assert not harness.sub("adapter").is_outdated(bpy.context, thrown)
+    spun.ipc.initial_angular_velocity = 1.0
+    assert harness.sub("adapter").is_outdated(bpy.context, thrown)
+
+
 # ----------------------------------------------------------------------------- 13. code layout, UI
 
 
