@@ -34,10 +34,13 @@ THETAS = (20.0, 35.0, 50.0)
 MUS = (0.1, 0.2, 0.5)
 
 
+GAP = 1.5 * SimParams().dhat  # the blocks start this far above what they land on
+
+
 def _params(dt, eps_v, **kw):
-    """Library defaults but for the time step and friction smoothing (and a gap
-    a tenth of the block's size: the default 1 cm would be the block itself)."""
-    return SimParams(dt=dt, eps_v=eps_v, dhat=1e-3, kappa=1e5, **kw)
+    """Library defaults (contact gap, stiffness, both Newton tolerances) but for
+    the time step and the friction smoothing under test."""
+    return SimParams(dt=dt, eps_v=eps_v, **kw)
 
 
 def _block(center, angle=0.0, mu=0.5, velocity=(0.0, 0.0), name="block"):
@@ -49,7 +52,7 @@ def slope_track(theta_deg, mu, dt, eps_v, duration=0.8):
     """Up-slope coordinate of the block's centroid after every step, (steps,)."""
     th = math.radians(theta_deg)
     c, s = math.cos(th), math.sin(th)
-    lift = 0.5 * SIDE + 1.5e-3  # bottom face 1.5 dhat above the slope
+    lift = 0.5 * SIDE + GAP  # bottom face 1.5 dhat above the slope
     centre = (-s * lift, c * lift)
     scene = Scene(
         bodies=(_block(centre, th, mu),),
@@ -75,7 +78,7 @@ def stopping_distance(mu, v0, dt, eps_v):
     """Distance a block resting on flat ground slides after it is given the
     velocity v0 (it settles at rest first, so the normal force is its weight)."""
     scene = Scene(
-        bodies=(_block((0.0, 0.5 * SIDE + 1.5e-3), mu=mu),),
+        bodies=(_block((0.0, 0.5 * SIDE + GAP), mu=mu),),
         half_planes=(HalfPlane((0.0, 0.0), (0.0, 1.0), mu, "ground"),),
         params=_params(dt, eps_v),
     )
@@ -98,7 +101,7 @@ def implicit_euler_stopping_distance(mu, v0, dt):
 
 def stack_reaction(dt, eps_v):
     """(ground reaction [N], weight [N]) of three stacked squares after 1 s."""
-    gap = 1.5e-3
+    gap = GAP
     bodies = tuple(_block((0.0, gap + (k + 0.5) * SIDE + k * gap), name=f"square{k}") for k in range(3))
     scene = Scene(
         bodies=bodies,
