@@ -17,6 +17,7 @@ from .colliders import (
     ColliderReport,
     collider_reports,
     lag_warning,
+    may_deform,
     read_collider,
     sample_matrices,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "is_outdated",
     "is_outdated_cached",
     "lag_warning",
+    "may_deform",
     "obstacles",
     "read_body",
     "read_collider",

@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import blas_threads, touching
-from .colliders import ColliderReport, collider_reports, lag_warning, read_collider, sample_matrices
+from .colliders import (
+    ColliderReport,
+    collider_reports,
+    lag_warning,
+    may_deform,
+    read_collider,
+    sample_matrices,
+)
 from .common import PLANE_AXES, IPCError, frame_range, sim_dt
 from .reading import (
     build_scene,
@@ -95,7 +102,14 @@ class BakeJob:
             bodies = [read_body(o, plane) for o in self.body_objs]
             colliders = [read_collider(o, depsgraph, plane) for o in self.collider_objs]
             objs = self.body_objs + self.collider_objs
-            deforming = [j for j, o in enumerate(objs) if is_obstacle_body(o, self.body_objs)]
+            # Obstacle bodies move with their bake, deforming colliders with their evaluated
+            # mesh: both sampled per substep; rigid colliders by their matrix only.
+            n_bodies = len(self.body_objs)
+            deforming = [
+                n_bodies + j
+                for j, o in enumerate(self.collider_objs)
+                if is_obstacle_body(o, self.body_objs) or may_deform(o)
+            ]
             mats, shapes = sample_matrices(context, objs, self.frame_start, n_steps, self.substeps, deforming)
         finally:
             scene.frame_set(frame, subframe=subframe)

@@ -1,8 +1,10 @@
 """Colliders: their edges at the start frame, their motion sampled at every substep, and how
 they followed their animation during a bake (lag and overlap reports).
 
-Colliders keep their start-frame evaluated shape and move rigidly with their evaluated world
-matrix, sampled at every substep with ``frame_set(frame, subframe=...)``.
+Rigid colliders keep their start-frame evaluated shape and move with their evaluated world
+matrix, sampled at every substep with ``frame_set(frame, subframe=...)``. Colliders that may
+deform (shape keys, modifiers, armature or lattice parents: :func:`may_deform`) are sampled
+from their evaluated mesh at every substep instead, like unselected bodies that are obstacles.
 """
 
 from __future__ import annotations
@@ -56,11 +58,25 @@ def read_collider(obj, depsgraph, plane: str) -> ColliderInput:
     return ColliderInput(obj.name, local[used], compact, used)
 
 
+def may_deform(obj) -> bool:
+    """Whether obj's evaluated vertices may move relative to the object (cheap, no evaluation):
+    shape keys beyond the basis, a modifier shown in the viewport (armature, hook, geometry
+    nodes, ...), or an armature or lattice parent (which deforms through a virtual modifier).
+    Such a collider is sampled from its evaluated mesh at every substep; any other collider
+    moves rigidly with its sampled world matrix."""
+    if any(m.show_viewport for m in obj.modifiers):
+        return True
+    if obj.parent is not None and obj.parent_type in {"ARMATURE", "LATTICE"}:
+        return True
+    key = obj.data.shape_keys
+    return key is not None and len(key.key_blocks) > 1
+
+
 def sample_matrices(context, objects, frame_start: int, n_steps: int, substeps: int, deforming=()):
     """(n_steps+1, len(objects), 4, 4) evaluated world matrices, one sample per substep, and
     for each object index in `deforming` its evaluated vertices in world space
     (n_steps+1, n, 3) (shape keys and modifiers included: a deformable body that is an obstacle
-    moves with its own bake).
+    moves with its own bake, a deforming collider with its keys, armature or modifiers).
 
     Keyframes, parents, constraints and drivers all count because the depsgraph is evaluated.
     The caller restores the current frame.

@@ -24,20 +24,55 @@ _TRANSFORM_CHANNELS = (
 )
 
 
+def _curves_signature(id_data, h):
+    """Hash id_data's F-curve keys; returns its drivers (for the caller to hash) and the animated
+    (data_path, index) pairs, whose current values depend on the frame and stay out of the hash."""
+    curves = fcurves_of(id_data)
+    anim = id_data.animation_data
+    drivers = list(anim.drivers) if anim else []
+    for fc in sorted(curves, key=lambda c: (c.data_path, c.array_index)):
+        pts = np.empty(len(fc.keyframe_points) * 2, dtype=np.float32)
+        fc.keyframe_points.foreach_get("co", pts)
+        h.update(f"{fc.data_path}{fc.array_index}{fc.extrapolation}".encode())
+        h.update(pts.tobytes())
+        h.update(",".join(k.interpolation for k in fc.keyframe_points).encode())
+    return drivers, {(fc.data_path, fc.array_index) for fc in curves + drivers}
+
+
+def _drivers_signature(drivers, h):
+    for drv in drivers:
+        h.update(f"{drv.data_path}{drv.array_index}{drv.driver.expression}".encode())
+
+
+def _deformation_signature(obj, h):
+    """What deforms a collider's mesh (see colliders.may_deform), without evaluating frames: its
+    shape keys (vertices, settings, F-curves and drivers; a value only if it is not animated)
+    and its modifiers' types, names, viewport visibility and target objects."""
+    key = obj.data.shape_keys
+    if key is not None:
+        drivers, animated = _curves_signature(key, h)
+        _drivers_signature(drivers, h)
+        eval_time = "" if ("eval_time", 0) in animated else round(float(key.eval_time), 9)
+        h.update(f"{key.use_relative}{eval_time}".encode())
+        for kb in key.key_blocks:
+            co = np.empty(len(kb.data) * 3, dtype=np.float32)
+            kb.data.foreach_get("co", co)
+            h.update(co.tobytes())
+            value = "" if (kb.path_from_id("value"), 0) in animated else round(float(kb.value), 9)
+            h.update(
+                f"{kb.name}{value}{kb.mute}{kb.slider_min}{kb.slider_max}{kb.vertex_group}"
+                f"{kb.interpolation}{kb.relative_key.name}".encode()
+            )
+    for mod in obj.modifiers:
+        target = getattr(getattr(mod, "object", None), "name", "")
+        h.update(f"{mod.type}{mod.name}{mod.show_viewport}{target}".encode())
+
+
 def _motion_signature(obj, h):
     """What determines an object's motion, without evaluating frames: F-curve keys, the values of
     un-animated transform channels, parenting, constraints and drivers."""
     while obj is not None:
-        curves = fcurves_of(obj)
-        anim = obj.animation_data
-        drivers = list(anim.drivers) if anim else []
-        animated = {(fc.data_path, fc.array_index) for fc in curves + drivers}
-        for fc in sorted(curves, key=lambda c: (c.data_path, c.array_index)):
-            pts = np.empty(len(fc.keyframe_points) * 2, dtype=np.float32)
-            fc.keyframe_points.foreach_get("co", pts)
-            h.update(f"{fc.data_path}{fc.array_index}{fc.extrapolation}".encode())
-            h.update(pts.tobytes())
-            h.update(",".join(k.interpolation for k in fc.keyframe_points).encode())
+        drivers, animated = _curves_signature(obj, h)
         for path in _TRANSFORM_CHANNELS:
             values = getattr(obj, path)
             h.update(
@@ -50,8 +85,7 @@ def _motion_signature(obj, h):
                 f"{con.type}{con.influence}{con.mute}"
                 f"{getattr(getattr(con, 'target', None), 'name', '')}".encode()
             )
-        for drv in drivers:
-            h.update(f"{drv.data_path}{drv.array_index}{drv.driver.expression}".encode())
+        _drivers_signature(drivers, h)
         obj = obj.parent
 
 
@@ -94,6 +128,8 @@ def input_signature(scene, bodies, colliders) -> str:
         h.update(loops.tobytes())
         if is_obstacle_body(obj, bodies):
             h.update(f"{obj.ipc.is_baked}{obj.ipc.bake_hash}".encode())  # moves with its bake
+        elif obj.ipc.role == "COLLIDER":
+            _deformation_signature(obj, h)
         _motion_signature(obj, h)
     return h.hexdigest()
 
