@@ -1,9 +1,9 @@
 """Operators: they read properties, call the adapter and report. No physics here."""
 
 import bpy
-from bpy.props import EnumProperty, IntProperty
+from bpy.props import EnumProperty, FloatProperty, IntProperty
 
-from . import adapter, examples, signature
+from . import adapter, examples, remesh, signature
 
 _TARGET_ITEMS = [
     ("SELECTED", "Selected", "Selected deformable bodies"),
@@ -279,4 +279,49 @@ class IPC_OT_add_example(bpy.types.Operator):
         return {"FINISHED"}
 
 
-CLASSES = (IPC_OT_bake, IPC_OT_cancel_bake, IPC_OT_delete_bake, IPC_OT_add_example)
+class IPC_OT_make_sim_mesh(bpy.types.Operator):
+    """Mesh the active flat mesh, text or curve for the simulation (even triangles of about the
+    edge length, no angle below the minimum) as a new object "<name>_sim"; the original is
+    hidden and kept"""
+
+    bl_idname = "ipc.make_sim_mesh"
+    bl_label = "Make Simulation Mesh"
+    bl_options = {"REGISTER", "UNDO"}
+
+    edge_length: FloatProperty(
+        name="Edge Length",
+        description="Target triangle edge length (0: 1/25 of the object's diagonal in the plane)",
+        default=0.0,
+        min=0.0,
+        unit="LENGTH",
+    )
+    min_angle: FloatProperty(
+        name="Minimum Angle",
+        description="Smallest triangle angle to reach [degrees] (where the outline allows it)",
+        default=28.0,
+        min=5.0,
+        max=33.0,
+    )
+
+    def execute(self, context):
+        obj = context.active_object
+        if obj is None:
+            self.report({"ERROR"}, "Make Simulation Mesh: no active object")
+            return {"CANCELLED"}
+        if context.mode != "OBJECT":
+            self.report({"ERROR"}, "Switch to Object Mode first")
+            return {"CANCELLED"}
+        try:
+            new, (before, after) = remesh.make_sim_mesh(context, obj, self.edge_length, self.min_angle)
+        except adapter.IPCError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        self.report(
+            {"INFO"},
+            f"'{new.name}': {len(new.data.polygons)} triangles, smallest angle {after:.1f}° "
+            f"(was {before:.1f}°); '{obj.name}' hidden",
+        )
+        return {"FINISHED"}
+
+
+CLASSES = (IPC_OT_bake, IPC_OT_cancel_bake, IPC_OT_delete_bake, IPC_OT_add_example, IPC_OT_make_sim_mesh)
