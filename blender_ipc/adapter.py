@@ -32,8 +32,10 @@ from .common import (
     sim_dt,
 )
 from .reading import (
+    COLLIDER_TYPES,
     BodyInput,
     attach_to_nearest_triangle,
+    body_type_problem,
     build_scene,
     check_bakeable,
     gather_objects,
@@ -41,6 +43,7 @@ from .reading import (
     is_obstacle_body,
     obstacles,
     read_body,
+    role_problem,
     sim_params,
     unselected_bodies,
 )
@@ -49,6 +52,7 @@ from .signature import input_signature, is_outdated, is_outdated_cached
 from .solver import Simulation
 
 __all__ = [
+    "COLLIDER_TYPES",
     "KEY_PREFIX",
     "PLANE_AXES",
     "BakeJob",
@@ -59,6 +63,7 @@ __all__ = [
     "IPCError",
     "Simulation",
     "attach_to_nearest_triangle",
+    "body_type_problem",
     "build_scene",
     "check_bakeable",
     "clear_stats_if_gone",
@@ -79,6 +84,7 @@ __all__ = [
     "obstacles",
     "read_body",
     "read_collider",
+    "role_problem",
     "sample_matrices",
     "sim_dt",
     "sim_params",

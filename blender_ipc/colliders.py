@@ -1,7 +1,9 @@
 """Colliders: their edges at the start frame, their motion sampled at every substep, and how
 they followed their animation during a bake (lag and overlap reports).
 
-Rigid colliders keep their start-frame evaluated shape and move with their evaluated world
+A collider may be a mesh, a curve or a text object: it is read from its evaluated mesh (a curve
+without fill gives its polyline as edges, a filled one its outline). Rigid colliders keep their
+start-frame evaluated shape and move with their evaluated world
 matrix, sampled at every substep with ``frame_set(frame, subframe=...)``. Colliders that may
 deform (shape keys, modifiers, armature or lattice parents: :func:`may_deform`) are sampled
 from their evaluated mesh at every substep instead, like unselected bodies that are obstacles.
@@ -61,13 +63,17 @@ def read_collider(obj, depsgraph, plane: str) -> ColliderInput:
 def may_deform(obj) -> bool:
     """Whether obj's evaluated vertices may move relative to the object (cheap, no evaluation):
     shape keys beyond the basis, a modifier shown in the viewport (armature, hook, geometry
-    nodes, ...), or an armature or lattice parent (which deforms through a virtual modifier).
+    nodes, ...), an armature or lattice parent (which deforms through a virtual modifier), or
+    for a curve or text object, animated or driven curve data.
     Such a collider is sampled from its evaluated mesh at every substep; any other collider
     moves rigidly with its sampled world matrix."""
     if any(m.show_viewport for m in obj.modifiers):
         return True
     if obj.parent is not None and obj.parent_type in {"ARMATURE", "LATTICE"}:
         return True
+    anim = obj.data.animation_data if obj.type != "MESH" else None
+    if anim is not None and (anim.action is not None or len(anim.drivers)):
+        return True  # a curve's or text's keyed or driven settings (bevel, extrude, points ...)
     key = obj.data.shape_keys
     return key is not None and len(key.key_blocks) > 1
 

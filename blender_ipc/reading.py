@@ -45,12 +45,73 @@ def _triangles(mesh):
     return tris.reshape(-1, 3), faces
 
 
+# Object types a collider (or an unselected deformable body, an obstacle) can be: their
+# evaluated mesh is read (a curve without fill evaluates to a polyline: its edges).
+COLLIDER_TYPES = {"MESH": "mesh", "CURVE": "curve", "FONT": "text"}
+# Object types Object > Convert > Mesh turns into a mesh.
+_CONVERTIBLE = {"CURVE": "Curve", "FONT": "Text", "SURFACE": "Surface", "META": "Metaball"}
+
+
+def body_type_problem(obj, depsgraph=None) -> str:
+    """'' if obj can be baked as a deformable body, else what the artist has to do: shape keys
+    are baked onto a mesh only, so a text, curve, ... object has to become a mesh first. With a
+    depsgraph, a curve that evaluates to no faces is told how to get some."""
+    if obj.type == "MESH":
+        return ""
+    kind = _CONVERTIBLE.get(obj.type)
+    if kind is None:
+        kind = obj.type.replace("_", " ").title()
+        return f"'{obj.name}' is {_article(kind)} {kind} object: only a mesh can be a deformable body"
+    how = "convert it to a mesh first (Object > Convert > Mesh)"
+    if _has_operator("ipc", "make_sim_mesh"):
+        how += ", or press Make Simulation Mesh in its IPC panel"
+    text = f"'{obj.name}' is {_article(kind)} {kind} object: shape keys are baked onto a mesh only; {how}"
+    if depsgraph is not None and obj.type in {"CURVE", "FONT"} and not _evaluated_faces(obj, depsgraph):
+        text += (
+            ". It has no filled area yet: close the curve, set its Shape > Fill Mode (2D) "
+            "or give it a Geometry > Bevel"
+        )
+    return text
+
+
+def role_problem(obj) -> str:
+    """Why obj cannot take its IPC role (for the panel; cheap, no evaluation), or ''."""
+    if obj.ipc.role == "BODY":
+        return body_type_problem(obj)
+    if obj.ipc.role == "COLLIDER" and obj.type not in COLLIDER_TYPES:
+        return f"'{obj.name}' is of type {obj.type}: a collider must be a mesh, curve or text object"
+    return ""
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "AEIOU" else "a"
+
+
+def _has_operator(category: str, name: str) -> bool:
+    import bpy
+
+    return name in dir(getattr(bpy.ops, category))
+
+
+def _evaluated_faces(obj, depsgraph) -> int:
+    ob_eval = obj.evaluated_get(depsgraph)
+    mesh = ob_eval.to_mesh()
+    try:
+        return 0 if mesh is None else len(mesh.polygons)
+    finally:
+        ob_eval.to_mesh_clear()
+
+
 def gather_objects(context, target: str):
-    """Bodies to bake (selected or all in the view layer) and all colliders of the view layer."""
+    """Bodies to bake (selected or all in the view layer) and all colliders of the view layer.
+    A deformable body that is no mesh is refused with what to do, never skipped."""
     # Objects linked by a script moments ago appear in view_layer.objects only after an update.
     context.view_layer.update()
     objs = list(context.view_layer.objects)
     pool = [o for o in objs if o.select_get()] if target == "SELECTED" else objs
+    for obj in sorted(pool, key=lambda o: o.name):
+        if obj.ipc.role == "BODY" and obj.type != "MESH":
+            raise IPCError(body_type_problem(obj, context.evaluated_depsgraph_get()))
     bodies = [o for o in pool if o.type == "MESH" and o.ipc.role == "BODY"]
     if not bodies:
         where = "selected" if target == "SELECTED" else "in the scene"
@@ -68,13 +129,13 @@ def obstacles(objs, bodies):
 
 
 def is_obstacle_body(obj, bodies) -> bool:
-    return obj.type == "MESH" and obj.ipc.role == "BODY" and obj not in bodies
+    return obj.ipc.role == "BODY" and obj not in bodies
 
 
 def unselected_bodies(context) -> int:
     """How many deformable bodies Bake Selected would leave as obstacles (for the panel)."""
     objs = context.view_layer.objects
-    bodies = [o for o in objs if o.type == "MESH" and o.ipc.role == "BODY"]
+    bodies = [o for o in objs if o.ipc.role == "BODY"]
     return sum(1 for o in bodies if not o.select_get()) if any(o.select_get() for o in bodies) else 0
 
 
@@ -101,8 +162,14 @@ def check_bakeable(context, bodies, colliders):
                 "overwrite them - remove them or bake a copy of the object"
             )
     for obj in colliders:
-        if obj.type != "MESH":
-            raise IPCError(f"Collider '{obj.name}' is not a mesh (it is of type {obj.type})")
+        if obj.type in COLLIDER_TYPES:
+            continue
+        if obj.ipc.role == "BODY":  # an unselected body left as an obstacle
+            raise IPCError(body_type_problem(obj))
+        raise IPCError(
+            f"Collider '{obj.name}' is not a mesh, curve or text object (it is of type {obj.type}); "
+            "give the Collider role to one of those"
+        )
 
 
 @dataclass(frozen=True)

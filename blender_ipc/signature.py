@@ -68,6 +68,53 @@ def _deformation_signature(obj, h):
         h.update(f"{mod.type}{mod.name}{mod.show_viewport}{target}".encode())
 
 
+_SIMPLE = {"BOOLEAN", "INT", "FLOAT", "STRING", "ENUM"}
+_SPLINE_POINT_FIELDS = {
+    "points": ("co", "radius", "tilt", "weight_softbody"),
+    "bezier_points": ("co", "handle_left", "handle_right", "radius", "tilt"),
+}
+
+
+def _rna_values(data, skip=()) -> str:
+    """data's simple RNA properties (and the names of the IDs it points to) as text."""
+    parts = []
+    for prop in data.bl_rna.properties:
+        name = prop.identifier
+        if name in skip or name == "rna_type":
+            continue
+        if prop.type in _SIMPLE:
+            value = getattr(data, name)
+            if prop.type in {"FLOAT", "INT", "BOOLEAN"} and getattr(prop, "is_array", False):
+                value = tuple(value)
+            parts.append(f"{name}={value};")
+        elif prop.type == "POINTER":
+            target = getattr(data, name)
+            if isinstance(target, bpy.types.ID):
+                parts.append(f"{name}={target.name};")
+    return "".join(parts)
+
+
+def _curve_signature(curve, h):
+    """A curve's or text's shape without evaluating it: its settings (fill, bevel, extrude,
+    resolution, text, font, ...; animated ones by their F-curves, not their current value) and
+    its splines' points."""
+    drivers, animated = _curves_signature(curve, h)
+    _drivers_signature(drivers, h)
+    h.update(_rna_values(curve, {path for path, _ in animated}).encode())
+    for spline in getattr(curve, "splines", ()):
+        h.update(_rna_values(spline).encode())
+        for points, fields in _SPLINE_POINT_FIELDS.items():
+            pts = getattr(spline, points)
+            if not len(pts):
+                continue
+            for name in fields:
+                first = getattr(pts[0], name)
+                width = 1 if isinstance(first, float) else len(first)
+                values = np.empty(len(pts) * width, dtype=np.float32)
+                pts.foreach_get(name, values)
+                h.update(values.tobytes())
+
+
 def _motion_signature(obj, h):
     """What determines an object's motion, without evaluating frames: F-curve keys, the values of
     un-animated transform channels, parenting, constraints and drivers."""
@@ -122,10 +169,13 @@ def input_signature(scene, bodies, colliders) -> str:
     h.update(_settings_text(scene).encode())
     for obj in list(bodies) + list(colliders):
         h.update(_object_text(obj).encode())
-        h.update(local_coords(obj.data).tobytes())
-        loops = np.empty(len(obj.data.loops), dtype=np.int32)
-        obj.data.loops.foreach_get("vertex_index", loops)
-        h.update(loops.tobytes())
+        if obj.type == "MESH":
+            h.update(local_coords(obj.data).tobytes())
+            loops = np.empty(len(obj.data.loops), dtype=np.int32)
+            obj.data.loops.foreach_get("vertex_index", loops)
+            h.update(loops.tobytes())
+        else:
+            _curve_signature(obj.data, h)
         if is_obstacle_body(obj, bodies):
             h.update(f"{obj.ipc.is_baked}{obj.ipc.bake_hash}".encode())  # moves with its bake
         elif obj.ipc.role == "COLLIDER":
