@@ -1,8 +1,10 @@
 """Panels in Properties > Physics and in the 3D view sidebar (tab "IPC")."""
 
+import textwrap
+
 import bpy
 
-from . import adapter
+from . import adapter, remesh
 from .operators import RunningBake, _progress_text
 
 
@@ -11,6 +13,13 @@ def draw_object(layout, context, obj):
     layout.prop(s, "role")
     if s.role == "NONE":
         return
+    problem = adapter.role_problem(obj)  # e.g. a text or curve object as a deformable body
+    if problem:
+        box = layout.box().column(align=True)
+        for i, line in enumerate(textwrap.wrap(problem, 48)):
+            box.label(text=line, icon="ERROR" if i == 0 else "BLANK1")
+        if "Make Simulation Mesh" in problem and obj == context.active_object:
+            box.operator("ipc.make_sim_mesh", icon="MESH_DATA")
     col = layout.column(align=True)
     if s.role == "BODY":
         col.prop(s, "material_preset")
@@ -23,6 +32,11 @@ def draw_object(layout, context, obj):
         col.prop(s, "initial_velocity")
         col.prop(s, "initial_angular_velocity")
         layout.prop_search(s, "pin_group", obj, "vertex_groups")
+        quality = remesh.mesh_quality(context, obj)  # cached; None in Edit Mode
+        if quality is not None and quality < remesh.POOR_MIN_ANGLE:
+            row = layout.row()
+            row.label(text=f"Mesh has slivers (min angle {quality:.0f}°):", icon="INFO")
+            row.operator("ipc.make_sim_mesh", text="Make Simulation Mesh")
     if s.is_baked:
         box = layout.box()
         state = "partial bake" if s.bake_partial else "baked"

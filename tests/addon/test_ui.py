@@ -96,3 +96,37 @@ def _op_registered(idname):
     except (KeyError, AttributeError):
         return False
     return True
+
+
+def test_panel_points_to_make_simulation_mesh_for_slivers_and_text_bodies():
+    """A body mesh with a sliver triangle gets the hint row with the operator; a Text object
+    given the body role gets the error box with the operator; a good mesh gets neither."""
+    ctx = bpy.context
+    good = harness.make_mesh_object(
+        "Good", [(0, 0, 0), (1, 0, 0), (1, 0, 1), (0, 0, 1)], faces=[(0, 1, 2, 3)]
+    )
+    sliver = harness.make_mesh_object(
+        "Sliver", [(2, 0, 0), (3, 0, 0), (3, 0, 1), (2.5, 0, 0.01)], faces=[(0, 1, 3), (1, 2, 3)]
+    )
+    bpy.ops.object.text_add(location=(5, 0, 0), rotation=(1.5707963, 0, 0))
+    text = ctx.active_object
+    text.ipc.role = "BODY"
+    panels = harness.sub("panels")
+
+    def drawn(obj):
+        log = []
+        ctx.view_layer.objects.active = obj
+        panels.draw_object(_Layout(log), ctx, obj)
+        return log
+
+    good_log = drawn(good)
+    assert ("op", "ipc.make_sim_mesh") not in good_log
+    assert not any(kind == "label" and text.startswith("Mesh has slivers") for kind, text in good_log)
+    sliver_log = drawn(sliver)
+    assert any(kind == "label" and text.startswith("Mesh has slivers") for kind, text in sliver_log), (
+        sliver_log
+    )
+    assert ("op", "ipc.make_sim_mesh") in sliver_log
+    text_log = drawn(text)
+    assert any(kind == "label" and "Text object" in text for kind, text in text_log), text_log
+    assert ("op", "ipc.make_sim_mesh") in text_log
