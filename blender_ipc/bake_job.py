@@ -1,5 +1,6 @@
 """The bake job: reads everything up front, steps the solver frame by frame (in time slices for
-the modal operator) and writes the shape keys only when it finishes."""
+the modal operator) and writes the shape keys only when it finishes. The modal bake shows the
+frames as they are computed on scratch copies of the body meshes (:class:`LivePreview`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+import bpy
 import numpy as np
 
 from . import blas_threads, touching
@@ -29,7 +31,7 @@ from .reading import (
     material_of,
     read_body,
 )
-from .shape_keys import to_local_frames, write_bake
+from .shape_keys import add_frame_key, begin_keys, remove_keys, to_local_frames, write_bake
 from .signature import input_signature
 from .solver import ConvergenceError, Simulation, SolverInputError
 from .solver.collider_check import compact_ranges
@@ -84,6 +86,7 @@ class BakeJob:
         self.frames = [[b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]]
         self.stats = BakeStats(frames=1)
         self.failure: str | None = None
+        self.preview: LivePreview | None = None
         self.started = time.perf_counter()
 
     @property
@@ -194,6 +197,7 @@ class BakeJob:
         """Write the keys (all frames, or the partial result if allowed). Returns True if
         anything was written."""
         self.stats.wall_time = self.elapsed()
+        self.end_preview()
         partial = self.failure is not None
         if partial and (not keep_partial or self.frames_done < 2):
             return False
@@ -209,6 +213,23 @@ class BakeJob:
             s.bake_message = self.failure or ""
         self._record_stats()
         return True
+
+    def start_preview(self):
+        """Show each frame in the viewport as soon as it is computed (modal bake)."""
+        if self.preview is None:
+            self.preview = LivePreview(self)
+
+    def update_preview(self) -> int:
+        """Write the frames computed since the last call; returns the newest frame shown."""
+        return self.preview.update() if self.preview is not None else self.frame_start
+
+    def end_preview(self, data_reloaded: bool = False):
+        """Give each body its own mesh back and remove the scratch meshes, so the scene is as it
+        was before the bake (a finished bake then writes its keys as the synchronous one does).
+        After undo/redo/file load the data the preview wrote to is gone: nothing to remove."""
+        preview, self.preview = self.preview, None
+        if preview is not None and not data_reloaded:
+            preview.remove()
 
     def _record_stats(self):
         s = self.scene.ipc
@@ -235,3 +256,56 @@ class BakeJob:
             item.near = math.isfinite(r.distance)
             item.distance = r.distance if item.near else 0.0
             item.lag_frames, item.overlap_frames = r.lag_frames, r.overlap_frames
+
+
+class LivePreview:
+    """The modal bake's live view: each body object's mesh is swapped for a scratch copy that
+    gets one absolute shape key per frame as soon as the frame is computed, keyed like a bake,
+    so the viewport shows the newest frame and the artist can scrub the frames computed so far.
+    The artist's own meshes (their coordinates, an earlier bake, its properties) are not touched:
+    :meth:`remove` gives each object its mesh back and deletes the scratch meshes with their
+    keys and actions, leaving the scene exactly as before."""
+
+    def __init__(self, job: BakeJob):
+        self.job = job
+        self.written = 1  # frames written (the basis is the rest mesh = frame_start)
+        self.meshes, self.keys = [], []
+        try:
+            for obj in job.body_objs:
+                own = obj.data
+                scratch = own.copy()
+                self.meshes.append((obj, own, scratch))
+                obj.data = scratch
+                remove_keys(obj)  # the copy of an earlier bake
+                self.keys.append(begin_keys(obj, job.frame_start))
+        except Exception:
+            self.remove()
+            raise
+
+    def update(self) -> int:
+        job = self.job
+        n = job.frames_done
+        if n > self.written:
+            plane = job.scene.ipc.plane
+            for j, (obj, _own, _scratch) in enumerate(self.meshes):
+                body = job.inputs[j]
+                positions = np.stack([f[j] for f in job.frames[self.written : n]])
+                local = to_local_frames(body, positions, job.frame_mats[self.written : n, j], plane)
+                for k, co in enumerate(local):
+                    add_frame_key(obj, self.keys[j], co, job.frame_start + self.written + k)
+                obj.data.update()
+            self.written = n
+        return self.newest
+
+    @property
+    def newest(self) -> int:
+        """The newest frame written (frame_start: only the rest shape so far)."""
+        return self.job.frame_start + self.written - 1
+
+    def remove(self):
+        for obj, own, scratch in reversed(self.meshes):
+            if obj.data == scratch:
+                remove_keys(obj)
+                obj.data = own
+            bpy.data.meshes.remove(scratch)
+        self.meshes, self.keys = [], []

@@ -68,29 +68,60 @@ def to_local_frames(body: BodyInput, positions: np.ndarray, mats: np.ndarray, pl
     return local.astype(np.float32)
 
 
-def write_bake(obj, local_frames: np.ndarray, frame_start: int):
-    """One absolute shape key per frame; key 0 is the untouched rest mesh (= frame_start)."""
-    if obj.data.shape_keys is not None:
-        delete_bake(obj)
+def begin_keys(obj, frame_start: int):
+    """The basis key (the untouched rest mesh, shown at frame_start), the absolute Key and its
+    own eval_time action; returns the Key. The object must have no shape keys."""
     basis = obj.shape_key_add(name=f"{KEY_PREFIX}{frame_start:05d}", from_mix=False)
     key = obj.data.shape_keys
     key.name = f"{KEY_PREFIX}{obj.name}"
     key.use_relative = False
-    blocks = [basis]
-    for k in range(1, len(local_frames)):
-        kb = obj.shape_key_add(name=f"{KEY_PREFIX}{frame_start + k:05d}", from_mix=False)
-        kb.data.foreach_set("co", local_frames[k].ravel())
-        blocks.append(kb)
-    for kb in blocks:
-        kb.interpolation = "KEY_LINEAR"
+    basis.interpolation = "KEY_LINEAR"
     # Our own action, assigned before keying: Blender 4.4+ would otherwise key eval_time into
     # the object's action (a new slot in the user's own animation) that Delete Bake must keep.
     key.animation_data_create()
     key.animation_data.action = bpy.data.actions.new(f"{KEY_PREFIX}{obj.name}")
-    for k, kb in enumerate(blocks):
-        # kb.frame is where Blender placed the key on the eval_time axis (steps of ~10).
-        key.eval_time = kb.frame
-        key.keyframe_insert("eval_time", frame=frame_start + k)
+    _key_frame(key, basis, frame_start)
+    return key
+
+
+def add_frame_key(obj, key, local: np.ndarray, frame: int):
+    """The next absolute key (object-local coordinates (n, 3)), shown at `frame`."""
+    kb = obj.shape_key_add(name=f"{KEY_PREFIX}{frame:05d}", from_mix=False)
+    kb.data.foreach_set("co", local.ravel())
+    kb.interpolation = "KEY_LINEAR"
+    _key_frame(key, kb, frame)
+
+
+def _key_frame(key, kb, frame: int):
+    # kb.frame is where Blender placed the key on the eval_time axis (steps of ~10).
+    key.eval_time = kb.frame
+    key.keyframe_insert("eval_time", frame=frame)
+    for fc in fcurves_of(key):
+        if fc.data_path == "eval_time" and len(fc.keyframe_points):
+            fc.keyframe_points[-1].interpolation = "LINEAR"
+
+
+def remove_keys(obj):
+    """Shape keys, Key datablock and their eval_time action; nothing else (no properties).
+    Blender 3.4's shape_key_clear() leaves the Key datablock in bpy.data (until the file is
+    saved and reloaded; 5.0 frees it), so a Key left behind is removed here explicitly."""
+    key = obj.data.shape_keys
+    if key is not None:
+        _remove_key_action(key)
+        pointer = key.as_pointer()
+        obj.shape_key_clear()
+        left = [k for k in bpy.data.shape_keys if k.as_pointer() == pointer]
+        if left:
+            bpy.data.batch_remove(left)
+
+
+def write_bake(obj, local_frames: np.ndarray, frame_start: int):
+    """One absolute shape key per frame; key 0 is the untouched rest mesh (= frame_start)."""
+    if obj.data.shape_keys is not None:
+        delete_bake(obj)
+    key = begin_keys(obj, frame_start)
+    for k in range(1, len(local_frames)):
+        add_frame_key(obj, key, local_frames[k], frame_start + k)
     _set_linear(key, "eval_time")
     obj.active_shape_key_index = 0
     obj.data.update()

@@ -95,23 +95,46 @@ def evaluated_local(obj) -> np.ndarray:
     return local_coords(obj.evaluated_get(depsgraph).data)
 
 
-def snapshot():
-    """Everything a failed/cancelled bake must leave untouched."""
+def snapshot(during_bake=False):
+    """Everything a failed/cancelled bake must leave untouched.
+
+    during_bake: the artist's data under the running modal bake's live view, which must be
+    untouched too: the body objects show scratch meshes with the frames computed so far, so their
+    own meshes are read instead, the scratch meshes with their keys and actions are not counted
+    and the frame is the one the bake started at (the cursor follows the newest frame)."""
     scene = bpy.context.scene
+    running = sub("operators").RunningBake
+    if during_bake is True:  # animated objects where they were when the bake started
+        now = (scene.frame_current, scene.frame_subframe)
+        scene.frame_set(running.frame_before[0], subframe=running.frame_before[1])
+        try:
+            return snapshot(during_bake="at the start frame")
+        finally:
+            scene.frame_set(now[0], subframe=now[1])
     bpy.context.view_layer.update()  # matrix_world of objects moved by the test itself
+    preview = running.job.preview if during_bake and running.job is not None else None
+    own = {obj.name: mesh for obj, mesh, _ in preview.meshes} if preview else {}
     objs = {}
     for obj in bpy.data.objects:
         entry = [tuple(map(tuple, obj.matrix_world)), obj.ipc.is_baked, obj.ipc.bake_hash]
         if obj.type == "MESH":
-            key = obj.data.shape_keys
+            mesh = own.get(obj.name, obj.data)
+            key = mesh.shape_keys
             entry += [
-                local_coords(obj.data).tobytes(),
+                local_coords(mesh).tobytes(),
                 None if key is None else [kb.name for kb in key.key_blocks],
             ]
         objs[obj.name] = entry
     counts = {name: len(getattr(bpy.data, name)) for name in ("objects", "meshes", "actions", "shape_keys")}
+    frame = (scene.frame_current, scene.frame_subframe)
+    if during_bake:
+        n = len(own)
+        counts["meshes"] -= n
+        counts["actions"] -= n
+        counts["shape_keys"] -= n
+        frame = running.frame_before
     stats = (scene.ipc.stat_frames, scene.ipc.stat_wall_time, scene.ipc.stat_message)
-    return objs, counts, scene.frame_current, scene.frame_subframe, stats
+    return objs, counts, *frame, stats
 
 
 def bake_error(**kwargs) -> str:

@@ -105,7 +105,9 @@ def test_exception_mid_bake_in_modal_steps_changes_nothing():
         ticks = 0
         while not ops.RunningBake.tick(0.0):  # one frame per tick, as the modal does
             ticks += 1
-            assert harness.snapshot() == before, "scene changed while the bake was running"
+            assert harness.snapshot(during_bake=True) == before, (
+                "user data changed while the bake was running"
+            )
     assert boom.calls == boom.fail_at and ticks == FAIL_FRAME - 2
     assert job.frames_done == FAIL_FRAME - 1
     assert job.failure.startswith(f"Solver failed at frame {FAIL_FRAME}: RuntimeError"), job.failure

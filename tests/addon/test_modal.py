@@ -30,7 +30,7 @@ def test_cancel_part_way_leaves_scene_as_before():
     for _ in range(3):
         assert ops.RunningBake.tick(0.0) is False  # zero budget: one frame per tick
     assert job.frames_done == 4 and job.n_frames == 8
-    assert harness.snapshot() == before, "scene changed while the bake was running"
+    assert harness.snapshot(during_bake=True) == before, "user data changed while the bake was running"
     ops.RunningBake.cancel()
     assert ops.RunningBake.job is None
     assert harness.snapshot() == before
@@ -147,3 +147,71 @@ def test_modal_timer_events_run_the_bake_to_completion():
     assert op.reports[-1][0] == {"INFO"} and "baked 8 frames" in op.reports[-1][1]
     assert len(top.data.shape_keys.key_blocks) == 8
     assert harness.sub("operators").RunningBake.job is None
+
+
+def _key_coords(kb):
+    co = np.empty(len(kb.data) * 3, dtype=np.float32)
+    kb.data.foreach_get("co", co)
+    return co.reshape(-1, 3)
+
+
+def test_live_view_shows_newest_frame_and_follows_with_the_cursor():
+    """Issue 14: each computed frame is shown at once (a shape key on a scratch mesh), the
+    cursor follows the newest frame unless the artist moved it, earlier frames can be scrubbed,
+    and a cancel leaves everything (also an earlier bake) as it was."""
+    top, bottom, _ = _scene(n_frames=10)
+    ops = harness.sub("operators")
+    scene = bpy.context.scene
+    assert bpy.ops.ipc.bake() == {"FINISHED"}  # an earlier bake that a cancelled one must keep
+    scene.frame_set(4)
+    own = {o.name: o.data for o in (top, bottom)}
+    old_keys = {
+        o.name: [_key_coords(kb).tobytes() for kb in o.data.shape_keys.key_blocks] for o in (top, bottom)
+    }
+    before = harness.snapshot()
+    job = ops.RunningBake.start(bpy.context, "SELECTED")
+    for obj in (top, bottom):
+        assert obj.data is not own[obj.name] and len(obj.data.shape_keys.key_blocks) == 1
+    for k in range(1, 4):
+        ops.RunningBake.tick(0.0)
+        newest = job.frame_start + k
+        assert scene.frame_current == newest, (scene.frame_current, newest)
+        scene.frame_set(scene.frame_current)  # evaluate as the viewport does
+        for obj in (top, bottom):
+            keys = obj.data.shape_keys.key_blocks
+            assert len(keys) == k + 1
+            assert np.allclose(harness.evaluated_local(obj), _key_coords(keys[-1]), atol=1e-6)
+        assert harness.snapshot(during_bake=True) == before
+    # The artist scrubs back: the cursor stays there while the bake goes on; the frame shows.
+    scene.frame_set(job.frame_start + 1)
+    ops.RunningBake.tick(0.0)
+    ops.RunningBake.tick(0.0)
+    assert job.frames_done == 6 and scene.frame_current == job.frame_start + 1
+    for obj in (top, bottom):
+        keys = obj.data.shape_keys.key_blocks
+        assert len(keys) == 6
+        assert np.allclose(harness.evaluated_local(obj), _key_coords(keys[1]), atol=1e-6)
+        assert not np.allclose(_key_coords(keys[1]), _key_coords(keys[5]), atol=1e-6)
+    ops.RunningBake.cancel()
+    assert harness.snapshot() == before
+    for obj in (top, bottom):
+        assert obj.data is own[obj.name]
+        assert [_key_coords(kb).tobytes() for kb in obj.data.shape_keys.key_blocks] == old_keys[obj.name]
+
+
+def test_live_bake_finished_equals_execute_and_cursor_returns():
+    top, _, _ = _scene()
+    ops = harness.sub("operators")
+    scene = bpy.context.scene
+    n_meshes, n_actions = len(bpy.data.meshes), len(bpy.data.actions)
+    job = ops.RunningBake.start(bpy.context, "SELECTED")
+    assert job.preview is not None
+    while not ops.RunningBake.tick(0.0):
+        pass
+    assert scene.frame_current == job.frame_end
+    assert ops.RunningBake.take().finish() is True
+    assert scene.frame_current == 4  # the artist did not move it: back where the bake started
+    assert len(bpy.data.meshes) == n_meshes and len(bpy.data.actions) == n_actions + 2
+    modal = [_key_coords(kb).tobytes() for kb in top.data.shape_keys.key_blocks]
+    assert bpy.ops.ipc.bake() == {"FINISHED"}
+    assert [_key_coords(kb).tobytes() for kb in top.data.shape_keys.key_blocks] == modal
