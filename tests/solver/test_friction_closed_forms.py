@@ -16,12 +16,14 @@ from the formulas, never from the solver.  Tables of the measured values:
 ``python3 -m tests.solver.test_friction_closed_forms``.
 """
 
+import dataclasses
 import math
 import sys
 
 import numpy as np
 import pytest
 from invariants import grid_square
+from test_analytic import slope_scene
 
 from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation, barrier
 
@@ -52,13 +54,8 @@ def slope_track(theta_deg, mu, dt, eps_v, duration=0.8):
     """Up-slope coordinate of the block's centroid after every step, (steps,)."""
     th = math.radians(theta_deg)
     c, s = math.cos(th), math.sin(th)
-    lift = 0.5 * SIDE + GAP  # bottom face 1.5 dhat above the slope
-    centre = (-s * lift, c * lift)
-    scene = Scene(
-        bodies=(_block(centre, th, mu),),
-        half_planes=(HalfPlane((0.0, 0.0), (-s, c), mu, "slope"),),
-        params=_params(dt, eps_v),
-    )
+    scene = slope_scene(th, mu, dhat=SimParams().dhat, eps_v=eps_v)
+    scene = dataclasses.replace(scene, params=_params(dt, eps_v))
     sim = Simulation(scene)
     up = np.array([c, s])
     return np.array(

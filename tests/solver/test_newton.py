@@ -1,15 +1,16 @@
 """solver/newton.py: the stop test (step size AND force balance) and its
 ingredients, Triplets.magnitude and force_imbalance."""
 
+import dataclasses
 import math
 import types
 import warnings
 
 import numpy as np
 import pytest
-from invariants import grid_square
+from test_analytic import slope_scene
 
-from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation
+from solver import Scene, SimParams, Simulation
 from solver.assembly import Triplets
 from solver.newton import force_imbalance
 
@@ -37,17 +38,10 @@ THETA = math.radians(35.0)
 
 
 def _slope(newton_tol, force_tol, theta=THETA, mu=0.2, eps_v=1e-4):
-    c, s = math.cos(theta), math.sin(theta)
-    lift = 0.05 + 1.5e-3
-    v, t = grid_square(0.1, 2, (-s * lift, c * lift), angle=theta)
-    scene = Scene(
-        bodies=(Body("block", v, t, Material(E=1e6, nu=0.3, density=1000.0, mu=mu)),),
-        half_planes=(HalfPlane((0.0, 0.0), (-s, c), mu, "slope"),),
-        params=SimParams(
-            dt=0.01, dhat=1e-3, kappa=1e5, eps_v=eps_v, newton_tol=newton_tol, force_tol=force_tol
-        ),
-    )
-    return scene, np.array([c, s])
+    """test_analytic's block on a slope, with the Newton tolerances under test."""
+    scene = slope_scene(theta, mu, eps_v=eps_v)
+    params = dataclasses.replace(scene.params, newton_tol=newton_tol, force_tol=force_tol)
+    return dataclasses.replace(scene, params=params), np.array([math.cos(theta), math.sin(theta)])
 
 
 def _speed_after(scene, tangent, steps):
