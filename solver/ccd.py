@@ -128,29 +128,24 @@ def _near_step(X, dX, eta, t_max, d0):
         cands[exact, 4:8] = _strip_candidates_exact(P.subset(exact), r[exact], t_max)
     step = np.minimum(_first_within(P, cands, (1.0 + 2.0 * CHORD_SLACK) * r), t_max)
     at_step = P.distance_at(np.arange(n), step)
-    doubt = (_first_contact(P, contact) <= step) | ~(at_step >= 0.5 * r)
+    doubt = (_first_where(contact, P.onto_segment_at) <= step) | ~(at_step >= 0.5 * r)
     if doubt.any():
         step[doubt] = accd_point_edge(X[doubt], dX[doubt], eta, t_max, max_iter=ACCD_FALLBACK_ITERS)
     return step
 
 
+def _first_where(t, holds):
+    """Smallest finite time t[i, k] (n,) for which holds(i, t[i, k]) (arrays (m,)) is true,
+    else inf.  Only finite times are evaluated (most candidates have no root)."""
+    i, k = np.nonzero(np.isfinite(t))
+    ok = np.zeros(t.shape, bool)
+    ok[i, k] = holds(i, t[i, k])
+    return np.where(ok, t, np.inf).min(axis=1)
+
+
 def _first_within(P, t, radius):
-    """Smallest finite time t[i, k] (n,) at which the distance is at most
-    radius[i], else inf.  Only finite times are evaluated (most candidates
-    have no root)."""
-    i, k = np.nonzero(np.isfinite(t))
-    ok = np.zeros(t.shape, bool)
-    ok[i, k] = P.distance_at(i, t[i, k]) <= radius[i]
-    return np.where(ok, t, np.inf).min(axis=1)
-
-
-def _first_contact(P, t):
-    """Smallest finite root t[i, k] of c (n,) at which the point projects onto
-    the segment, else inf."""
-    i, k = np.nonzero(np.isfinite(t))
-    ok = np.zeros(t.shape, bool)
-    ok[i, k] = P.onto_segment_at(i, t[i, k])
-    return np.where(ok, t, np.inf).min(axis=1)
+    """First candidate time at which the distance is at most radius[i] (n,), else inf."""
+    return _first_where(t, lambda i, ti: P.distance_at(i, ti) <= radius[i])
 
 
 class _Pair:
@@ -247,7 +242,8 @@ def _strip_candidates_exact(P, r, t_max):
     isolated between the roots of g' (found the same way between the roots
     of g'', a quadratic) and bisected where g changes sign."""
     c, ee, r2 = P.c, P.ee, (r * r)[:, None]
-    g = np.concatenate([_poly_mul(c, c)[:, :3] - r2 * ee, _poly_mul(c, c)[:, 3:]], axis=1)  # (n,5)
+    g = _poly_mul(c, c)  # c^2 - r^2 |E|^2, (n,5)
+    g[:, :3] -= r2 * ee
     g1 = g[:, 1:] * np.arange(1.0, 5.0)  # g'
     g2 = g1[:, 1:] * np.arange(1.0, 4.0)  # g''
     knots2 = _knots(_quadratic_roots(g2[:, None, :], t_max).reshape(len(r), 2), t_max)
