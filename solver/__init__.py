@@ -7,15 +7,17 @@ Public API::
 
     from solver import (Material, Body, Pin, Collider, HalfPlane, SimParams, Scene,
                         Simulation, simulate, StepStats, Trajectory,
-                        SolverInputError, ConvergenceError)
+                        SolverInputError, ConvergenceError, Checkpoint)
 """
 
+from .checkpoint import Checkpoint
 from .errors import ConvergenceError, SolverInputError
 from .scene import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
 from .simulation import Simulation, StepStats, Trajectory, simulate
 
 __all__ = [
     "Body",
+    "Checkpoint",
     "Collider",
     "ConvergenceError",
     "HalfPlane",
