@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ccd, elasticity
+from . import checkpoint as _checkpoint
 from .assembly import Triplets
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
@@ -124,6 +125,23 @@ class Simulation:
     def positions(self):
         """All vertices (N,2): bodies first, then colliders."""
         return self.x.copy()
+
+    # ------------------------------------------------------------ checkpoints
+    def checkpoint(self):
+        """The state after the steps taken so far, as a :class:`~solver.checkpoint.Checkpoint`:
+        a fresh ``Simulation`` of the same scene restored from it continues bit for bit."""
+        return _checkpoint.take(self)
+
+    def restore(self, checkpoint):
+        """Continue from ``checkpoint`` (taken from a simulation of the same scene; raises
+        SolverInputError otherwise)."""
+        _checkpoint.restore(self, checkpoint)
+
+    @classmethod
+    def from_checkpoint(cls, scene, checkpoint):
+        sim = cls(scene)
+        sim.restore(checkpoint)
+        return sim
 
     # ------------------------------------------------------------ stepping
     def _targets(self, t):
