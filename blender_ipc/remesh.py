@@ -118,7 +118,8 @@ def default_edge_length(context, obj, plane: str) -> float:
 def make_sim_mesh(context, obj, edge_length: float, min_angle: float):
     """Create "<name>_sim" next to obj (same world transform, IPC body, obj's material
     settings), hide obj (and set its role to None so it is no second body). Returns the new
-    object and the (min angle before, min angle after). Raises IPCError with the scene unchanged."""
+    object, the (min angle before, min angle after) [deg] and how far the new outline strays
+    from the source's [m, world units]. Raises IPCError with the scene unchanged."""
     plane = context.scene.ipc.plane
     u, v, w = PLANE_AXES[plane]
     loops, w_coord, _extent = outline_of(context, obj, plane)
@@ -158,7 +159,8 @@ def make_sim_mesh(context, obj, edge_length: float, min_angle: float):
     obj.select_set(False)
     new.select_set(True)
     context.view_layer.objects.active = new
-    return new, (before, float(remesh_core.min_angles(xy, tris).min()))
+    deviation = remesh_core.outline_deviation(loops, xy, tris)
+    return new, (before, float(remesh_core.min_angles(xy, tris).min())), deviation
 
 
 def bpy_data():
