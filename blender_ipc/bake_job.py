@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import blas_threads, touching
+from . import blas_threads, messages, touching
 from .colliders import (
     ColliderReport,
     collider_reports,
@@ -33,7 +33,7 @@ from .reading import (
 )
 from .shape_keys import add_frame_key, begin_keys, remove_keys, to_local_frames, write_bake
 from .signature import input_signature
-from .solver import ConvergenceError, Simulation, SolverInputError
+from .solver import Simulation, SolverInputError
 from .solver.collider_check import compact_ranges
 from .solver.validate import check_scene
 
@@ -143,25 +143,41 @@ class BakeJob:
     def step_frame(self):
         """Advance one frame (all its substeps). Solver failures end the job with a message."""
         frame = self.frame_start + self.frames_done
+        done = 0  # substeps of this frame computed
         try:
             n_col = len(self.collider_objs)
             lag, dist = np.zeros(n_col), np.full(n_col, math.inf)
             for _ in range(self.substeps):
                 st = self.sim.step()
+                done += 1
                 self.stats.newton_iters += st.newton_iters
                 self.stats.min_distance = min(self.stats.min_distance, st.min_distance)
                 lag = np.maximum(lag, st.collider_lags)
                 dist = np.minimum(dist, st.animated_collider_distances)
-        except (ConvergenceError, SolverInputError) as err:
-            self.failure = f"Solver failed at frame {frame}: {err}"
-            return
-        except Exception as err:
-            self.failure = f"Solver failed at frame {frame}: {type(err).__name__}: {err}"
+        except Exception as err:  # solver failures, and anything else: the message tells
+            self.failure = self._failure_message(err, frame, done + 1)
             return
         self.frames.append([self.sim.body_positions(i).copy() for i in range(len(self.inputs))])
         self.stats.frames = self.frames_done
         self.stats.collider_lag.append(lag)
         self.stats.collider_distance.append(dist)
+
+    def _failure_message(self, err, frame, substep) -> str:
+        """The failure in Blender's words: frame and substep, object and Blender vertex, the
+        panel's property names and what to change (messages.solver_failure)."""
+        model = getattr(self.sim, "model", None)
+        return messages.solver_failure(
+            err,
+            frame=frame,
+            substep=substep,
+            substeps=self.substeps,
+            bodies=self.inputs,
+            body_slices=model.body_slices if model is not None else (),
+            collider_names=[c.name for c in self.solver_scene.colliders],
+            collider_slices=model.collider_slices if model is not None else (),
+            params=self.solver_scene.params,
+            in_blender_words=lambda text: in_blender_words(text, self.inputs, self.solver_scene),
+        )
 
     def _collider_frames(self):
         """Per computed frame (F, C): largest lag and smallest animated distance [m]."""

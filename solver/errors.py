@@ -13,9 +13,14 @@ class SolverInputError(ValueError):
 
 
 class ConvergenceError(RuntimeError):
-    """A time step did not converge within the Newton iteration cap."""
+    """A time step did not converge within the Newton iteration cap.
 
-    def __init__(self, message, step=None, stats=None):
+    step: the step's number (1 = the first); stats: its StepStats; vertex: the (global) vertex
+    whose last Newton step was largest, where the solver was furthest from converging (None
+    when not known)."""
+
+    def __init__(self, message, step=None, stats=None, vertex=None):
         super().__init__(message)
         self.step = step
         self.stats = stats
+        self.vertex = None if vertex is None or vertex < 0 else int(vertex)

@@ -44,6 +44,13 @@ class NewtonResult:
     min_alpha: float  # smallest accepted line-search step
     message: str
     contacts: ContactSet
+    vertex: int = -1  # not converged: the vertex whose last Newton step was largest
+
+
+def _largest_step(dx) -> int:
+    """The vertex whose Newton step is largest (a non-finite one first)."""
+    size = np.abs(dx).max(axis=1)
+    return int(np.argmax(np.where(np.isfinite(size), size, np.inf)))
 
 
 class Newton:
@@ -96,7 +103,8 @@ class Newton:
                 # projected Newton would only converge linearly to the force test
                 project = False
             if not np.all(np.isfinite(dx)):
-                return NewtonResult(x, False, it, min_alpha, "linear solve produced non-finite values", cs)
+                failed = "linear solve produced non-finite values"
+                return NewtonResult(x, False, it, min_alpha, failed, cs, _largest_step(dx))
             speed = np.abs(dx).max() / p.dt
             imbalance = force_imbalance(g, acting, ip, self.g_ref)
             if speed < p.newton_tol and imbalance <= p.force_tol:
@@ -113,16 +121,28 @@ class Newton:
                 return NewtonResult(x, True, it, min_alpha, "", cs)
             if alpha is None:
                 failed = "line search failed to decrease the energy"
-                return NewtonResult(x, False, it + 1, min_alpha, failed, cs)
+                return NewtonResult(x, False, it + 1, min_alpha, failed, cs, _largest_step(dx))
             # The energy at the accepted point is the next iteration's reference:
             # every candidate set contains all pairs within dhat of it.
             x, energy = x + alpha * dx, trial
             min_alpha = min(min_alpha, alpha)
+            if speed < p.newton_tol and self._balanced(ip, x, cs, fixed_dof):
+                # the step just taken was small and the forces balance where it
+                # landed: converged, without the Hessian and solve of one more
+                # iteration only to measure a step known to be tiny (Newton's
+                # quadratic phase)
+                return NewtonResult(x, True, it + 1, min_alpha, "", cs)
         message = (
             f"Newton did not converge in {p.max_newton_iters} iterations (last |dx|/h = {speed:.3g} m/s, "
             f"tolerance {p.newton_tol:g}; force imbalance {imbalance:.3g}, tolerance {p.force_tol:g})"
         )
-        return NewtonResult(x, False, budget, min_alpha, message, cs)
+        return NewtonResult(x, False, budget, min_alpha, message, cs, _largest_step(dx))
+
+    def _balanced(self, ip, x, cs, fixed_dof):
+        """Whether the forces at x balance (force_imbalance <= force_tol)."""
+        T = ip.gradient(x, cs)
+        g = np.where(fixed_dof, 0.0, T.grad)
+        return force_imbalance(g, T.magnitude, ip, self.g_ref) <= self.params.force_tol
 
     def _direction(self, ip, x, cs, fixed_dof, majorize, project):
         """Newton step: (g (2N,) it was solved with, the magnitude (2N,) of

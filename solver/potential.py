@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import barrier, elasticity, friction
-from .assembly import Triplets
+from .assembly import Triplets, stencil_dofs
 from .contacts import ContactSet, plane_pairs
 from .friction import FrictionSet
 from .profiling import NullTimers
@@ -113,6 +113,40 @@ class IncrementalPotential:
                     g, H = friction.gradient_hessian(fs, disp, c.eps, project, mm)
                     T.add_gradient_at(fs.dofs.ravel(), h2 * g)
                     T.add_pattern(*fs.pattern, h2 * H)
+        return T
+
+    def gradient(self, x, cs: ContactSet):
+        """The gradient alone (no Hessian), as a :class:`Triplets` whose
+        ``.grad`` and ``.magnitude`` match :meth:`gradient_hessian`'s: Newton
+        uses it to test the force balance after its last step."""
+        m, c = self.m, self.c
+        T = Triplets(2 * m.n)
+        h2 = c.h * c.h
+        T.add_dense_gradient((m.mass[:, None] * (x - c.x_tilde)).ravel())
+        if c.penalized.any():
+            w = np.where(c.penalized, c.k_pen * c.pen_mass, 0.0)
+            T.add_dense_gradient((w[:, None] * (x - c.target)).ravel())
+        el = m.elements
+        T.add_gradient_at(el.dofs, h2 * elasticity.gradient(el, x))
+        if len(cs):
+            X = cs.gather(x)
+            case, d2 = cs.cases_and_distance_sq(X)
+            act = d2 < c.dhat * c.dhat
+            if act.any():
+                g = barrier.pe_gradient(X[act], case[act], cs.coef[act], c.dhat)
+                T.add_gradient_at(stencil_dofs(cs.idx[act]).ravel(), h2 * g)
+        if len(self.hp_pts):
+            xp = x[self.hp_pts]
+            act = barrier.plane_distance(xp, self.hp_point, self.hp_normal) < c.dhat
+            if act.any():
+                g = barrier.hp_gradient(
+                    xp[act], self.hp_point[act], self.hp_normal[act], self.hp_coef[act], c.dhat
+                )
+                T.add_gradient_at((2 * self.hp_pts[act][:, None] + np.arange(2)).ravel(), h2 * g)
+        disp = x - c.x_prev
+        for fs in (c.pair_friction, c.plane_friction):
+            if len(fs):
+                T.add_gradient_at(fs.dofs.ravel(), h2 * friction.gradient(fs, disp, c.eps))
         return T
 
     def slip_reversals(self, x, dx):

@@ -241,7 +241,9 @@ class Simulation:
             ip = self._potential(consts, penalized, k_pen)
             cs, energy = None, None
         # x is Newton's last iterate, and cs holds every pair within dhat of it
-        return self._finish_step(x, x_prev, target, total_iters, converged, min_alpha, message, t_start, cs)
+        return self._finish_step(
+            x, x_prev, target, total_iters, converged, min_alpha, message, t_start, cs, res.vertex
+        )
 
     def _balance_kappa(self, x, x_tilde, cs):
         """Adaptive stiffness (IPC): when contact first appears, raise kappa so
@@ -355,7 +357,7 @@ class Simulation:
             alpha = min(alpha, ccd.half_plane_step(x[pts], dx[pts], m.plane_point[pl], m.plane_normal[pl]))
         return alpha
 
-    def _finish_step(self, x, x_prev, target, iters, converged, min_alpha, message, t_start, cs):
+    def _finish_step(self, x, x_prev, target, iters, converged, min_alpha, message, t_start, cs, vertex=-1):
         p = self.params
         self.v = (x - x_prev) / p.dt
         self.x = x
@@ -390,7 +392,7 @@ class Simulation:
         if not converged:
             text = f"step {self.step_index} (t = {self.time:.4g} s): {message}"
             if p.strict:
-                raise ConvergenceError(text, step=self.step_index, stats=stats)
+                raise ConvergenceError(text, step=self.step_index, stats=stats, vertex=vertex)
             warnings.warn(text, RuntimeWarning, stacklevel=2)
         return stats
 

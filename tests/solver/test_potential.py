@@ -182,3 +182,15 @@ def test_convergent_formulation_removes_the_duplicate_at_a_corner():
     assert single > 0
     assert np.isclose(energies["convergent"], single, rtol=1e-10)
     assert np.isclose(energies["original"], 2 * single, rtol=1e-10)
+
+
+@pytest.mark.parametrize("formulation", ["original", "convergent"])
+def test_gradient_alone_matches_the_gradient_of_gradient_hessian(formulation):
+    """Newton's cheap force test after its last step uses ip.gradient: same
+    gradient and same acting-force magnitudes as the full assembly."""
+    m, consts, x, cs = setup(formulation)
+    ip = IncrementalPotential(m, consts)
+    full, alone = ip.gradient_hessian(x, cs), ip.gradient(x, cs)
+    assert np.any(full.grad) and len(alone.rows) == 0
+    np.testing.assert_allclose(alone.grad, full.grad, rtol=1e-12, atol=1e-15 * np.abs(full.magnitude).max())
+    np.testing.assert_allclose(alone.magnitude, full.magnitude, rtol=1e-12)
