@@ -6,7 +6,8 @@
 - ``colliders``: collider edges, motion sampled per substep, lag / overlap reports;
 - ``signature``: the input hash that marks a bake outdated;
 - ``shape_keys``: writing and deleting the baked shape keys;
-- ``bake_job``: the bake in progress (read, step, finish).
+- ``bake_job``: the bake in progress (read, step, finish);
+- ``resume``: the solver checkpoints a bake stores for Continue Bake, and what continuing needs.
 
 This module re-exports what the operators, panels, scripts and tests use.
 """
@@ -47,6 +48,8 @@ from .reading import (
     sim_params,
     unselected_bodies,
 )
+from .resume import discard_unused as discard_unused_checkpoints
+from .resume import prepare as prepare_resume
 from .shape_keys import clear_stats_if_gone, delete_bake, to_local_frames, write_bake
 from .signature import input_signature, is_outdated, is_outdated_cached
 from .solver import Simulation
@@ -69,6 +72,7 @@ __all__ = [
     "clear_stats_if_gone",
     "collider_reports",
     "delete_bake",
+    "discard_unused_checkpoints",
     "fcurves_of",
     "format_length",
     "frame_range",
@@ -82,6 +86,7 @@ __all__ = [
     "lag_warning",
     "may_deform",
     "obstacles",
+    "prepare_resume",
     "read_body",
     "read_collider",
     "role_problem",

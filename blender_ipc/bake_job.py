@@ -31,7 +31,9 @@ from .reading import (
     material_of,
     read_body,
 )
-from .shape_keys import add_frame_key, begin_keys, remove_keys, to_local_frames, write_bake
+from .resume import Resume, restored_stats
+from .resume import store as store_checkpoint
+from .shape_keys import add_frame_key, append_bake, begin_keys, remove_keys, to_local_frames, write_bake
 from .signature import input_signature
 from .solver import Simulation, SolverInputError
 from .solver.collider_check import compact_ranges
@@ -60,12 +62,19 @@ class BakeJob:
 
     blas_threads: int | None = blas_threads.BAKE_THREADS
 
-    def __init__(self, context, target: str = "SELECTED"):
+    def __init__(self, context, target: str = "SELECTED", resume: Resume | None = None):
+        """resume (Continue Bake, see resume.prepare): continue that bake from its stored solver
+        state to resume.frame_end instead of baking the target's bodies from the start."""
         scene = context.scene
         self.scene = scene
-        self.body_objs, self.collider_objs = gather_objects(context, target)
+        self.resume = resume
+        if resume is None:
+            self.body_objs, self.collider_objs = gather_objects(context, target)
+            self.frame_start, self.frame_end = frame_range(scene)
+        else:
+            self.body_objs, self.collider_objs = resume.bodies, resume.colliders
+            self.frame_start, self.frame_end = resume.frame_start, resume.frame_end
         check_bakeable(context, self.body_objs, self.collider_objs)
-        self.frame_start, self.frame_end = frame_range(scene)
         if self.frame_end <= self.frame_start:
             raise IPCError(
                 f"Frame range {self.frame_start}..{self.frame_end} is empty; "
@@ -80,11 +89,21 @@ class BakeJob:
             self.solver_scene, self.separated = touching.separate(self.solver_scene)
             with blas_threads.limited(self.blas_threads):
                 self.sim = Simulation(self.solver_scene)
+                if resume is not None:
+                    self.sim.restore(resume.checkpoint)
         except SolverInputError as err:
             text = in_blender_words(str(err), self.inputs, self.solver_scene)
             raise IPCError(f"Invalid simulation input: {text}") from err
-        self.frames = [[b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]]
-        self.stats = BakeStats(frames=1)
+        # frames[0] is frame frame_start + base: the start, or the last frame of the bake continued
+        self.base = 0 if resume is None else resume.baked_end - self.frame_start
+        if resume is None:
+            self.frames = [
+                [b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]
+            ]
+            self.stats = BakeStats(frames=1)
+        else:
+            self.frames = [[self.sim.body_positions(i).copy() for i in range(len(self.inputs))]]
+            self.stats = BakeStats(frames=self.base + 1, **restored_stats(resume.stats))
         self.failure: str | None = None
         self.preview: LivePreview | None = None
         self.started = time.perf_counter()
@@ -99,6 +118,11 @@ class BakeJob:
         plane = scene.ipc.plane
         frame, subframe = scene.frame_current, scene.frame_subframe
         n_steps = (self.n_frames - 1) * self.substeps
+        # One substep more is sampled than the frames need: the solver's time, summed step by
+        # step, may end a hair after the last sample, where a collider's target would be clamped
+        # to it in this bake but interpolated in a longer one (Continue Bake must give the bits
+        # of a bake to the later end frame in one go).
+        n_samples = n_steps + 1
         try:
             scene.frame_set(self.frame_start)
             depsgraph = context.evaluated_depsgraph_get()
@@ -113,19 +137,22 @@ class BakeJob:
                 for j, o in enumerate(self.collider_objs)
                 if is_obstacle_body(o, self.body_objs) or may_deform(o)
             ]
-            mats, shapes = sample_matrices(context, objs, self.frame_start, n_steps, self.substeps, deforming)
+            mats, shapes = sample_matrices(
+                context, objs, self.frame_start, n_samples, self.substeps, deforming
+            )
         finally:
             scene.frame_set(frame, subframe=subframe)
-        times = np.arange(n_steps + 1) * sim_dt(scene)
+        times = np.arange(n_samples + 1) * sim_dt(scene)
         materials = [material_of(o) for o in self.body_objs + self.collider_objs]
         velocities = [initial_velocity(o) for o in self.body_objs]
         solver_scene = build_scene(scene, bodies, colliders, materials, mats, times, shapes, velocities)
-        frame_mats = mats[:: self.substeps, : len(bodies)]
+        frame_mats = mats[: n_steps + 1 : self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 
     @property
     def frames_done(self) -> int:
-        return len(self.frames)
+        """Frames of the bake so far, from frame_start (those of a continued bake included)."""
+        return self.base + len(self.frames)
 
     @property
     def done(self) -> bool:
@@ -135,7 +162,7 @@ class BakeJob:
         return time.perf_counter() - self.started
 
     def estimate_remaining(self) -> float:
-        computed = self.frames_done - 1
+        computed = len(self.frames) - 1
         if computed <= 0:
             return math.nan
         return self.elapsed() / computed * (self.n_frames - self.frames_done)
@@ -210,24 +237,30 @@ class BakeJob:
         return self.step(None)
 
     def finish(self, keep_partial: bool = False) -> bool:
-        """Write the keys (all frames, or the partial result if allowed). Returns True if
-        anything was written."""
-        self.stats.wall_time = self.elapsed()
+        """Write the keys (all frames, or the partial result if allowed; a continued bake gets
+        the new frames appended). Returns True if anything was written."""
+        prior = self.resume.stats["wall_time"] if self.resume is not None else 0.0
+        self.stats.wall_time = prior + self.elapsed()
         self.end_preview()
         partial = self.failure is not None
-        if partial and (not keep_partial or self.frames_done < 2):
+        if partial and (not keep_partial or len(self.frames) < 2):
             return False
         plane = self.scene.ipc.plane
         n = self.frames_done
         for j, (obj, body) in enumerate(zip(self.body_objs, self.inputs, strict=True)):
             positions = np.stack([f[j] for f in self.frames])
-            local = to_local_frames(body, positions, self.frame_mats[:n, j], plane)
-            write_bake(obj, local, self.frame_start)
+            local = to_local_frames(body, positions, self.frame_mats[self.base : n, j], plane)
+            if self.resume is None:
+                write_bake(obj, local, self.frame_start)
+            else:
+                append_bake(obj, local[1:], self.frame_start + self.base + 1)
             s = obj.ipc
             s.is_baked, s.bake_hash, s.bake_partial = True, self.signature, partial
             s.bake_frame_start, s.bake_frame_end = self.frame_start, self.frame_start + n - 1
             s.bake_message = self.failure or ""
         self._record_stats()
+        if not partial:
+            store_checkpoint(self)  # for Continue Bake
         return True
 
     def start_preview(self):
@@ -284,7 +317,9 @@ class LivePreview:
 
     def __init__(self, job: BakeJob):
         self.job = job
-        self.written = 1  # frames written (the basis is the rest mesh = frame_start)
+        # frames written from frame_start on (the basis is the rest mesh = frame_start; a
+        # continued bake shows the frames baked before too)
+        self.written = job.base + 1
         self.meshes, self.keys = [], []
         try:
             for obj in job.body_objs:
@@ -292,8 +327,13 @@ class LivePreview:
                 scratch = own.copy()
                 self.meshes.append((obj, own, scratch))
                 obj.data = scratch
-                remove_keys(obj)  # the copy of an earlier bake
+                remove_keys(obj)  # the copy of an earlier bake (it shares the bake's action)
                 self.keys.append(begin_keys(obj, job.frame_start))
+                if job.base:
+                    for k, kb in enumerate(own.shape_keys.key_blocks[1 : job.base + 1]):
+                        co = np.empty(len(kb.data) * 3, dtype=np.float32)
+                        kb.data.foreach_get("co", co)
+                        add_frame_key(obj, self.keys[-1], co.reshape(-1, 3), job.frame_start + 1 + k)
         except Exception:
             self.remove()
             raise
@@ -305,7 +345,7 @@ class LivePreview:
             plane = job.scene.ipc.plane
             for j, (obj, _own, _scratch) in enumerate(self.meshes):
                 body = job.inputs[j]
-                positions = np.stack([f[j] for f in job.frames[self.written : n]])
+                positions = np.stack([f[j] for f in job.frames[self.written - job.base : n - job.base]])
                 local = to_local_frames(body, positions, job.frame_mats[self.written : n, j], plane)
                 for k, co in enumerate(local):
                     add_frame_key(obj, self.keys[j], co, job.frame_start + self.written + k)

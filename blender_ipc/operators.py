@@ -32,10 +32,11 @@ class RunningBake:
     shown_now = False  # the last chunk updated the live view
 
     @classmethod
-    def start(cls, context, target, live=None):
-        """Read the scene and set up the solver; raises adapter.IPCError. With the live view
-        the bodies show scratch meshes until the bake ends; the artist's data is unchanged."""
-        job = adapter.BakeJob(context, target)
+    def start(cls, context, target, live=None, job=None):
+        """Read the scene and set up the solver (or run `job`, e.g. a continued bake); raises
+        adapter.IPCError. With the live view the bodies show scratch meshes until the bake
+        ends; the artist's data is unchanged."""
+        job = adapter.BakeJob(context, target) if job is None else job
         cls._reset_live_clock()
         scene = context.scene
         cls.frame_before, cls.frame_shown = (scene.frame_current, scene.frame_subframe), None
@@ -215,28 +216,29 @@ def _tag_redraw(context, whole_areas=False, live=False):
                     region.tag_redraw()
 
 
-class IPC_OT_bake(bpy.types.Operator):
-    """Simulate the deformable bodies and bake the result into shape keys"""
-
-    bl_idname = "ipc.bake"
-    bl_label = "Bake IPC Simulation"
-    bl_options = {"REGISTER", "UNDO"}
-
-    target: EnumProperty(name="Bake", items=_TARGET_ITEMS, default="SELECTED")
-    time_budget_ms: IntProperty(
+def _time_budget():
+    return IntProperty(
         name="Time Budget",
         default=100,
         min=10,
         description="Computation per UI update in the modal bake [ms]",
     )
 
+
+class _BakeOperator:
+    """What Bake and Continue Bake share: execute() bakes synchronously (scripts, headless),
+    invoke() runs the modal bake with its live view; _job() makes the job (raises IPCError)."""
+
     @classmethod
     def poll(cls, context):
         return RunningBake.job is None
 
+    def _job(self, context):
+        return adapter.BakeJob(context, self.target)
+
     def _start(self, context):
         try:
-            return adapter.BakeJob(context, self.target)
+            return self._job(context)
         except adapter.IPCError as err:
             self.report({"ERROR"}, str(err))
             return None
@@ -253,7 +255,15 @@ class IPC_OT_bake(bpy.types.Operator):
             return {"FINISHED"} if written else {"CANCELLED"}
         if job.note:
             self.report({"INFO"}, job.note)
-        self.report({"INFO"}, f"IPC: baked {job.n_frames} frames in {job.stats.wall_time:.1f} s")
+        if job.resume is not None:
+            added = job.frame_end - job.resume.baked_end
+            self.report(
+                {"INFO"},
+                f"IPC: continued the bake to frame {job.frame_end} ({added} new frames) "
+                f"in {job.elapsed():.1f} s",
+            )
+        else:
+            self.report({"INFO"}, f"IPC: baked {job.n_frames} frames in {job.stats.wall_time:.1f} s")
         if warning:
             # last, so that it is what the status bar shows
             self.report({"WARNING"}, warning)
@@ -270,7 +280,7 @@ class IPC_OT_bake(bpy.types.Operator):
         if bpy.app.background:
             return self.execute(context)
         try:
-            job = RunningBake.start(context, self.target)
+            job = RunningBake.start(context, self.target, job=self._job(context))
         except adapter.IPCError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
@@ -323,6 +333,39 @@ class IPC_OT_bake(bpy.types.Operator):
         return self._finish(context, RunningBake.take())
 
 
+class IPC_OT_bake(_BakeOperator, bpy.types.Operator):
+    """Simulate the deformable bodies and bake the result into shape keys"""
+
+    bl_idname = "ipc.bake"
+    bl_label = "Bake IPC Simulation"
+    bl_options = {"REGISTER", "UNDO"}
+
+    target: EnumProperty(name="Bake", items=_TARGET_ITEMS, default="SELECTED")
+    time_budget_ms: _time_budget()
+
+
+class IPC_OT_continue_bake(_BakeOperator, bpy.types.Operator):
+    """Extend the bake of the selected bodies to a later end frame from its last frame (positions
+    and velocities), exactly as a bake to that frame done in one go; refused when its inputs
+    changed since the bake"""
+
+    bl_idname = "ipc.continue_bake"
+    bl_label = "Continue Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    target: EnumProperty(name="Continue", items=_TARGET_ITEMS, default="SELECTED")
+    frame_end: IntProperty(
+        name="End Frame",
+        default=0,
+        min=0,
+        description="Frame to continue the bake to (0: the end of the bake's frame range)",
+    )
+    time_budget_ms: _time_budget()
+
+    def _job(self, context):
+        return adapter.BakeJob(context, resume=adapter.prepare_resume(context, self.target, self.frame_end))
+
+
 class IPC_OT_cancel_bake(bpy.types.Operator):
     """Stop the running bake and leave the scene as it was"""
 
@@ -369,6 +412,7 @@ class IPC_OT_delete_bake(bpy.types.Operator):
         for obj in baked:
             adapter.delete_bake(obj)
         adapter.clear_stats_if_gone(context)
+        adapter.discard_unused_checkpoints(context.scene)
         self.report({"INFO"}, f"IPC: deleted the bake of {len(baked)} object(s)")
         return {"FINISHED"}
 
@@ -439,4 +483,11 @@ class IPC_OT_make_sim_mesh(bpy.types.Operator):
         return {"FINISHED"}
 
 
-CLASSES = (IPC_OT_bake, IPC_OT_cancel_bake, IPC_OT_delete_bake, IPC_OT_add_example, IPC_OT_make_sim_mesh)
+CLASSES = (
+    IPC_OT_bake,
+    IPC_OT_continue_bake,
+    IPC_OT_cancel_bake,
+    IPC_OT_delete_bake,
+    IPC_OT_add_example,
+    IPC_OT_make_sim_mesh,
+)

@@ -89,6 +89,11 @@ def draw_bake(layout, context):
     row = layout.row(align=True)
     row.operator("ipc.bake", icon="PHYSICS")
     row.operator("ipc.delete_bake", icon="TRASH")
+    obj = context.object
+    end = adapter.frame_range(context.scene)[1]
+    if obj is not None and obj.ipc.is_baked and not obj.ipc.bake_partial and obj.ipc.bake_frame_end < end:
+        # the frame range was extended after the bake: continue it from its last frame
+        layout.operator("ipc.continue_bake", text=f"Continue Bake to Frame {end}", icon="PLAY")
     n = adapter.unselected_bodies(context)
     if n:
         layout.label(text=f"{n} unselected bod{'y' if n == 1 else 'ies'}: obstacles, not baked", icon="INFO")

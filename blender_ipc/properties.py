@@ -70,6 +70,14 @@ def _value_update(self, _context):
         self.material_preset = "CUSTOM"  # its update callback ignores CUSTOM
 
 
+def _frame_range_update(self, context):
+    """Switched on: the custom range starts as the scene's (start, end), which is what was baked
+    so far, unless it was set before."""
+    scene = getattr(context, "scene", None)
+    if self.use_frame_range and scene is not None and not self.is_property_set("frame_start"):
+        self.frame_start, self.frame_end = scene.frame_start, scene.frame_end
+
+
 class IPC_ObjectSettings(bpy.types.PropertyGroup):
     role: EnumProperty(
         name="Role",
@@ -191,11 +199,24 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
     )
     use_frame_range: BoolProperty(
         name="Custom Frame Range",
-        description="Bake these frames instead of the scene's frame range",
+        description="Bake these frames instead of the scene's frame range (switching it on starts "
+        "from the scene's range)",
         default=False,
+        update=_frame_range_update,
     )
-    frame_start: IntProperty(name="Start", description="First frame (the meshes as they are)", default=1)
-    frame_end: IntProperty(name="End", description="Last frame to bake", default=100)
+    frame_start: IntProperty(
+        name="Start Frame",
+        description="First frame of the bake: each body starts from its mesh as modelled, placed "
+        "where its animation puts it at this frame, with its initial velocity; colliders and pins "
+        "follow their animation from this frame on. Frames before it are not changed by the bake "
+        "(the bodies show their meshes there)",
+        default=1,
+    )
+    frame_end: IntProperty(
+        name="End Frame",
+        description="Last frame to bake (a finished bake can be continued to a later one)",
+        default=100,
+    )
     substeps: IntProperty(name="Substeps", description="Time steps per frame", default=4, min=1, soft_max=50)
     use_scene_gravity: BoolProperty(
         name="Scene Gravity", default=True, description="Use the scene's gravity projected to the plane"

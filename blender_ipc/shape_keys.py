@@ -115,6 +115,17 @@ def remove_keys(obj):
             bpy.data.batch_remove(left)
 
 
+def append_bake(obj, local_frames: np.ndarray, first_frame: int):
+    """Continue Bake: the next absolute keys after the existing bake's, from first_frame on,
+    keyed as write_bake keys them."""
+    key = obj.data.shape_keys
+    for k, co in enumerate(local_frames):
+        add_frame_key(obj, key, co, first_frame + k)
+    _set_linear(key, "eval_time")
+    obj.active_shape_key_index = 0
+    obj.data.update()
+
+
 def write_bake(obj, local_frames: np.ndarray, frame_start: int):
     """One absolute shape key per frame; key 0 is the untouched rest mesh (= frame_start)."""
     if obj.data.shape_keys is not None:

@@ -136,22 +136,36 @@ def _motion_signature(obj, h):
         obj = obj.parent
 
 
-def _settings_text(scene) -> str:
-    """The scene settings that shape the simulated motion, as text (cheap)."""
+# Settings that are not inputs of the simulated motion up to a frame: the end of the frame range
+# (a bake to frame 100 is the first 100 frames of a bake to frame 200, which Continue Bake
+# relies on; the start frame is an input, see _settings_items), statistics, keep-partial.
+_NOT_INPUTS = {"rna_type", "name", "keep_partial", "use_frame_range", "frame_start", "frame_end"}
+
+
+def _settings_items(scene) -> list[tuple[str, str]]:
+    """The scene settings that shape the simulated motion, as (label, value text) (cheap)."""
     settings = scene.ipc
-    parts = []
+    items = []
     for name in sorted(settings.bl_rna.properties.keys()):
-        # Statistics and the keep-partial switch do not change the simulated motion.
-        if name not in ("rna_type", "name", "keep_partial") and not name.startswith("stat_"):
+        if name not in _NOT_INPUTS and not name.startswith("stat_"):
             value = getattr(settings, name)
             if not isinstance(value, (str, int, float, bool)):
                 value = tuple(value)  # vector properties
-            parts.append(f"{name}={value};")
-    parts.append(
-        f"{frame_range(scene)}{scene.render.fps}/{scene.render.fps_base}"
-        f"{tuple(scene.gravity)}{scene.use_gravity}"
-    )
-    return "".join(parts)
+            label = f"setting '{settings.bl_rna.properties[name].name or name}'"
+            if any(label == other for other, _ in items):
+                label = f"setting '{name}'"  # two settings with one display name
+            items.append((label, f"{value}"))
+    items += [
+        ("the start frame", f"{frame_range(scene)[0]}"),
+        ("the frame rate", f"{scene.render.fps}/{scene.render.fps_base}"),
+        ("the scene gravity", f"{tuple(scene.gravity)}{scene.use_gravity}"),
+    ]
+    return items
+
+
+def _settings_text(scene) -> str:
+    """The scene settings that shape the simulated motion, as text (cheap)."""
+    return "".join(f"{label}={value};" for label, value in _settings_items(scene))
 
 
 def _object_text(obj) -> str:
@@ -163,25 +177,69 @@ def _object_text(obj) -> str:
     )
 
 
+def _digest(fill) -> str:
+    h = hashlib.sha1()
+    fill(h)
+    return h.hexdigest()
+
+
+def signature_parts(scene, bodies, colliders) -> dict[str, str]:
+    """The bake's inputs, each as a short text or digest under a label that names it for the
+    artist ("setting 'Substeps'", "the mesh of 'Box'", ...): :func:`input_signature` hashes
+    them, :func:`changed_inputs` names the ones that differ between two such dicts."""
+    parts = dict(_settings_items(scene))
+    for obj in list(bodies) + list(colliders):
+        role = "body" if obj in bodies else ("obstacle" if is_obstacle_body(obj, bodies) else "collider")
+        name = f"'{obj.name}'"
+        parts[f"{role} {name}"] = _digest(lambda h, o=obj: h.update(_object_text(o).encode()))
+        if obj.type == "MESH":
+
+            def mesh(h, o=obj):
+                h.update(local_coords(o.data).tobytes())
+                loops = np.empty(len(o.data.loops), dtype=np.int32)
+                o.data.loops.foreach_get("vertex_index", loops)
+                h.update(loops.tobytes())
+
+            parts[f"the mesh of {name}"] = _digest(mesh)
+        else:
+            parts[f"the shape of {name}"] = _digest(lambda h, o=obj: _curve_signature(o.data, h))
+        if role == "obstacle":  # moves with its bake
+            s = obj.ipc
+            parts[f"the bake of {name}"] = f"{s.is_baked}{s.bake_hash}{s.bake_frame_start}-{s.bake_frame_end}"
+        elif role == "collider":
+            parts[f"the shape keys or modifiers of {name}"] = _digest(
+                lambda h, o=obj: _deformation_signature(o, h)
+            )
+        parts[f"the animation of {name}"] = _digest(lambda h, o=obj: _motion_signature(o, h))
+    return parts
+
+
 def input_signature(scene, bodies, colliders) -> str:
     """Hash of meshes, materials, collider motion and settings (cheap: no frame evaluation)."""
     h = hashlib.sha1()
-    h.update(_settings_text(scene).encode())
-    for obj in list(bodies) + list(colliders):
-        h.update(_object_text(obj).encode())
-        if obj.type == "MESH":
-            h.update(local_coords(obj.data).tobytes())
-            loops = np.empty(len(obj.data.loops), dtype=np.int32)
-            obj.data.loops.foreach_get("vertex_index", loops)
-            h.update(loops.tobytes())
-        else:
-            _curve_signature(obj.data, h)
-        if is_obstacle_body(obj, bodies):
-            h.update(f"{obj.ipc.is_baked}{obj.ipc.bake_hash}".encode())  # moves with its bake
-        elif obj.ipc.role == "COLLIDER":
-            _deformation_signature(obj, h)
-        _motion_signature(obj, h)
+    for label, value in signature_parts(scene, bodies, colliders).items():
+        h.update(f"{label}\0{value}\0".encode())
     return h.hexdigest()
+
+
+def changed_inputs(old: dict, new: dict) -> list[str]:
+    """What differs between two :func:`signature_parts`, in words: "setting 'Substeps' (4 -> 8)",
+    "the mesh of 'Box'", "collider 'Lid' (new)", "body 'Ball' (gone)"."""
+    roles = ("body '", "collider '", "obstacle '")
+    added = [label for label in new if label not in old]
+    gone = [label for label in old if label not in new]
+    # an object that came or went is named once, by its role
+    whole = [label[label.index("'") :] for label in added + gone if label.startswith(roles)]
+    out = []
+    for label, value in new.items():
+        if label in old and old[label] != value:
+            plain = label.startswith(("setting", "the start", "the frame", "the scene"))
+            out.append(f"{label} ({old[label]} -> {value})" if plain else label)
+    for labels, what in ((added, "new"), (gone, "gone")):
+        for label in labels:
+            if label.startswith(roles) or not any(label.endswith(name) for name in whole):
+                out.append(f"{label} ({what})")
+    return out
 
 
 def is_outdated(context, obj) -> bool:

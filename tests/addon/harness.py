@@ -137,13 +137,14 @@ def snapshot(during_bake=False):
     return objs, counts, *frame, stats
 
 
-def bake_error(**kwargs) -> str:
-    """Run ipc.bake expecting failure; return the error text (bpy.ops raises on ERROR reports)."""
+def bake_error(operator="bake", **kwargs) -> str:
+    """Run ipc.<operator> expecting failure; return the error text (bpy.ops raises on ERROR
+    reports)."""
     try:
-        result = bpy.ops.ipc.bake(**kwargs)
+        result = getattr(bpy.ops.ipc, operator)(**kwargs)
     except RuntimeError as err:
         return str(err)
-    raise AssertionError(f"bake did not fail: {result}")
+    raise AssertionError(f"{operator} did not fail: {result}")
 
 
 def make_mesh_object(name, verts, faces=(), edges=(), location=(0, 0, 0), role="BODY"):

@@ -350,12 +350,142 @@ def _live_view_scenario(names, before, scene):
     assert harness.snapshot() == before, "Esc left the scene changed"
 
 
+def _all_keys(names):
+    return {n: _keys(n) for n in names}
+
+
+def _invoke_continue(**kwargs):
+    with driver.override("PROPERTIES"):
+        result = bpy.ops.ipc.continue_bake("INVOKE_DEFAULT", **kwargs)
+    assert result == {"RUNNING_MODAL"}, result
+    assert ops.RunningBake.job is not None and ops.RunningBake.job.resume is not None
+
+
+def test_continue_bake_live_esc_undo_and_equal_to_one_go():
+    """Issue 14, point 3: a finished 12-frame bake, the scene's range extended to 20, the panel's
+    Continue Bake (modal): the live view shows the earlier frames and the new ones as they come;
+    Esc leaves the 12-frame bake exactly as it was; run to the end it is one undo step, and the
+    20 frames are bit for bit those of a bake to frame 20 in one go."""
+    yield from ensure_idle()
+    names = build(12)
+    scene = bpy.context.scene
+    start_modal_bake()
+    yield from driver.wait_until(lambda: ops.RunningBake.job is None, 120, "the first bake")
+    yield 0.2
+    first = _all_keys(names)
+    assert all(len(k) == 12 for k in first.values())
+    scene.frame_end = 20  # the artist extends the range: the panel offers Continue Bake
+    calls = []
+    layout = type("Layout", (), {})()
+    layout.label = lambda **kw: None
+    layout.box = lambda: layout
+    layout.operator = lambda op, **kw: calls.append((op, kw.get("text")))
+    layout.row = lambda **kw: layout
+    bpy.context.view_layer.objects.active = bpy.data.objects[names[0]]
+    addon.panels.draw_bake(layout, bpy.context)
+    assert ("ipc.continue_bake", "Continue Bake to Frame 20") in calls, calls
+    with driver.override():
+        bpy.ops.ed.undo_push(message="IPC GUI test: range extended")
+    before = harness.snapshot()
+
+    ops.RunningBake.live_share = None  # the live view on every chunk
+    try:
+        _invoke_continue(time_budget_ms=10)
+        job = ops.RunningBake.job
+        yield from run_until_frames(15)
+        newest = job.frame_start + job.frames_done - 1
+        assert scene.frame_current == newest, (scene.frame_current, newest)
+        for n in names:
+            obj = bpy.data.objects[n]
+            keys = obj.data.shape_keys.key_blocks  # the live view: earlier frames and new ones
+            assert len(keys) == job.frames_done, (n, len(keys))
+            assert [_key_coords(kb).tobytes() for kb in keys[:12]] == [c for _, c in first[n]], n
+            assert _shown_matches_key(obj, newest, job.frame_start), f"{n}: frame {newest} not shown"
+        assert harness.snapshot(during_bake=True) == before
+        driver.window().event_simulate(type="ESC", value="PRESS")
+        driver.window().event_simulate(type="ESC", value="RELEASE")
+        yield from driver.wait_until(lambda: ops.RunningBake.job is None, 5, "Esc to cancel")
+        yield 0.2
+    finally:
+        ops.RunningBake.live_share = 0.08
+    assert harness.snapshot() == before, "Esc left the scene changed"
+    assert _all_keys(names) == first, "the cancelled continue changed the earlier bake"
+
+    _invoke_continue()
+    yield from driver.wait_until(lambda: ops.RunningBake.job is None, 120, "the continued bake")
+    yield 0.2
+    continued = _all_keys(names)
+    assert all(len(k) == 20 for k in continued.values())
+    assert all(continued[n][:12] == first[n] for n in names)
+    with driver.override():
+        assert bpy.ops.ed.undo() == {"FINISHED"}
+    yield 0.2
+    assert _all_keys(names) == first, "one undo did not return to the 12-frame bake"
+    with driver.override():
+        assert bpy.ops.ed.redo() == {"FINISHED"}
+    yield 0.2
+    assert _all_keys(names) == continued
+    for n in names:
+        bpy.data.objects[n].select_set(True)
+    with driver.override("PROPERTIES"):
+        assert bpy.ops.ipc.bake() == {"FINISHED"}  # frames 1-20 in one go
+    assert _all_keys(names) == continued, "the continued bake differs from the bake in one go"
+
+
+def test_bake_from_a_start_frame():
+    """Issue 14, point 4: a custom range from frame 6: the modal bake starts at frame 6 (the live
+    view's cursor too), the bodies start where they are at frame 6, frames 1-5 are untouched."""
+    yield from ensure_idle()
+    names = build(16)
+    scene = bpy.context.scene
+    # the ceiling descends from the start: raised 0.3 m, it is still clear of the top square at
+    # frame 6 (the squares start as modelled, wherever the ceiling is by then)
+    for fc in addon.adapter.fcurves_of(bpy.data.objects["IPC_Ceiling"]):
+        for kp in fc.keyframe_points:
+            for point in (kp.co, kp.handle_left, kp.handle_right):
+                point.y += 0.3
+        fc.update()
+    s = scene.ipc
+    s.use_frame_range = True
+    assert (s.frame_start, s.frame_end) == (1, 16), "the custom range starts as the scene's"
+    s.frame_start = 6
+    shown = {}
+    for f in (1, 5):
+        scene.frame_set(f)
+        shown[f] = [harness.evaluated_local(bpy.data.objects[n]).tobytes() for n in names]
+    scene.frame_set(3)
+    ops.RunningBake.live_share = None
+    try:
+        start_modal_bake(time_budget_ms=10)
+        job = ops.RunningBake.job
+        assert (job.frame_start, job.n_frames) == (6, 11)
+        yield from run_until_frames(3)
+        assert scene.frame_current == 6 + job.frames_done - 1
+        yield from driver.wait_until(lambda: ops.RunningBake.job is None, 120, "the bake")
+        yield 0.2
+    finally:
+        ops.RunningBake.live_share = 0.08
+    assert scene.frame_current == 3
+    for n in names:
+        obj = bpy.data.objects[n]
+        assert [kb.name for kb in obj.data.shape_keys.key_blocks] == [
+            f"IPC_Bake_{f:05d}" for f in range(6, 17)
+        ]
+        assert (obj.ipc.bake_frame_start, obj.ipc.bake_frame_end) == (6, 16)
+    for f in (1, 5):
+        scene.frame_set(f)
+        now = [harness.evaluated_local(bpy.data.objects[n]).tobytes() for n in names]
+        assert now == shown[f], f"frame {f}, before the start frame, changed"
+
+
 SCENARIOS = [
     test_esc_cancels_modal_bake_and_scene_is_unchanged,
     test_cancel_button_stops_modal_bake_and_scene_is_unchanged,
     test_modal_bake_finishes_and_is_one_undo_step,
     test_undo_during_modal_bake_stops_it_cleanly,
     test_live_view_follows_the_bake_and_baked_frames_can_be_scrubbed,
+    test_continue_bake_live_esc_undo_and_equal_to_one_go,
+    test_bake_from_a_start_frame,
 ]
 
 driver.run(SCENARIOS, RESULT)
