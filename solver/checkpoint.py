@@ -12,10 +12,12 @@ What a step depends on besides the scene:
   it was balanced already (done once, when contact first appears);
 - the contact stencils the last step found at ``x`` (the next step's lagged friction and
   first contact set are built from them, in their order: the order of summation);
-- the band ordering of the linear solves (reverse Cuthill-McKee, recomputed only when the
-  band grows, so it depends on the history; its permutation decides the rounding of the
-  banded Cholesky). Caches that are pure functions of the ordering and the matrix pattern
-  are rebuilt on demand and give the same bits, so they are not stored.
+- the linear solver's ordering object (reverse Cuthill-McKee permutation, recomputed only when
+  the band grows, and any analysis a solver keeps on it between solves, such as a sparse
+  Cholesky's nested dissection and fronts, reused while the pattern allows): it depends on the
+  history of the solves and decides the order of the arithmetic, so the whole object is
+  stored as it is (:func:`snapshot`: its attributes, recursively, as long as they are numbers,
+  strings, numpy arrays, lists, tuples, dicts and objects of this package's classes).
 
 Everything is stored exactly: arrays as ``.npz`` bytes (float64 bit patterns), the text form
 is base64 of those bytes.
@@ -25,7 +27,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import io
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,8 +38,7 @@ from .errors import SolverInputError
 
 FORMAT = "blender-ipc-checkpoint"
 VERSION = 1
-# BandOrdering state that depends on the history of the solves (see module doc).
-ORDERING_FIELDS = ("perm", "inv", "band")
+PACKAGE = __name__.rsplit(".", 1)[0]  # "solver" (or "blender_ipc.solver" in the add-on)
 
 
 @dataclass(frozen=True)
@@ -49,9 +52,7 @@ class Checkpoint:
     kappa: float
     kappa_balanced: bool
     state_stencils: np.ndarray | None  # (s, 3) contact stencils at x, or None
-    ordering_perm: np.ndarray | None  # BandOrdering.perm / inv / band
-    ordering_inv: np.ndarray | None
-    ordering_band: int
+    ordering: Snapshot  # of the linear solver's ordering object (Newton.ordering)
     fingerprint: str  # of the model it was taken from (vertices, triangles, masses, dt)
 
     def to_bytes(self) -> bytes:
@@ -63,12 +64,12 @@ class Checkpoint:
             "v": np.ascontiguousarray(self.v, np.float64),
             "kappa": np.array(self.kappa, np.float64),
             "kappa_balanced": np.array(self.kappa_balanced, bool),
-            "ordering_band": np.array(self.ordering_band, np.int64),
+            "ordering": np.array(self.ordering.structure),
         }
-        for name in ("state_stencils", "ordering_perm", "ordering_inv"):
-            value = getattr(self, name)
-            if value is not None:
-                arrays[name] = np.asarray(value, np.int64)
+        if self.state_stencils is not None:
+            arrays["state_stencils"] = np.asarray(self.state_stencils, np.int64)
+        for name, a in self.ordering.arrays.items():
+            arrays[f"ordering.{name}"] = a
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)
         return buf.getvalue()
@@ -81,10 +82,10 @@ class Checkpoint:
                 if meta[:2] != [FORMAT, str(VERSION)]:
                     raise SolverInputError(f"checkpoint: unknown format {meta[:2]}")
                 files = set(z.files)
-
-                def opt(name):
-                    return z[name].astype(np.intp) if name in files else None
-
+                ordering = Snapshot(
+                    str(z["ordering"]),
+                    {f.split(".", 1)[1]: z[f].copy() for f in z.files if f.startswith("ordering.")},
+                )
                 return cls(
                     step_index=int(z["step_index"]),
                     time=float(z["time"]),
@@ -92,10 +93,8 @@ class Checkpoint:
                     v=z["v"].copy(),
                     kappa=float(z["kappa"]),
                     kappa_balanced=bool(z["kappa_balanced"]),
-                    state_stencils=opt("state_stencils"),
-                    ordering_perm=opt("ordering_perm"),
-                    ordering_inv=opt("ordering_inv"),
-                    ordering_band=int(z["ordering_band"]),
+                    state_stencils=z["state_stencils"].astype(np.intp) if "state_stencils" in files else None,
+                    ordering=ordering,
                     fingerprint=meta[2],
                 )
         except (OSError, ValueError, KeyError) as err:
@@ -130,7 +129,6 @@ def model_fingerprint(model, params) -> str:
 
 def take(sim) -> Checkpoint:
     """The checkpoint of ``sim`` (copies: later steps do not change it)."""
-    o = sim._newton.ordering
     stencils = sim._state_stencils
     return Checkpoint(
         step_index=int(sim.step_index),
@@ -140,9 +138,7 @@ def take(sim) -> Checkpoint:
         kappa=float(sim.kappa),
         kappa_balanced=bool(sim.kappa_balanced),
         state_stencils=None if stencils is None else np.array(stencils, np.intp),
-        ordering_perm=None if o.perm is None else np.array(o.perm, np.intp),
-        ordering_inv=None if o.inv is None else np.array(o.inv, np.intp),
-        ordering_band=int(o.band),
+        ordering=snapshot(sim._newton.ordering),
         fingerprint=model_fingerprint(sim.model, sim.params),
     )
 
@@ -164,10 +160,113 @@ def restore(sim, cp: Checkpoint):
     sim.kappa = float(cp.kappa)
     sim.kappa_balanced = bool(cp.kappa_balanced)
     sim._state_stencils = None if cp.state_stencils is None else np.array(cp.state_stencils, np.intp)
-    # A fresh ordering object (its pattern caches start empty and are rebuilt on demand) with
-    # the history-dependent permutation of the checkpoint.
-    ordering = type(sim._newton.ordering)()
-    ordering.perm = None if cp.ordering_perm is None else np.array(cp.ordering_perm, np.intp)
-    ordering.inv = None if cp.ordering_inv is None else np.array(cp.ordering_inv, np.intp)
-    ordering.band = int(cp.ordering_band)
-    sim._newton.ordering = ordering
+    sim._newton.ordering = cp.ordering.restore()
+
+
+# ----------------------------------------------------------------------------- object snapshots
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An object of this package (with everything it refers to) as JSON text and numpy arrays:
+    numbers (floats by their hex form: exact, inf and nan included), strings, None, arrays of
+    numbers, lists, tuples, dicts and objects of this package's classes (their instance
+    dictionaries), shared references and cycles kept. :meth:`restore` builds an equal object;
+    it creates only classes of this package and runs none of their code (no __init__), so a
+    snapshot from a file cannot run anything else."""
+
+    structure: str
+    arrays: dict
+
+    def restore(self):
+        return _Decoder(self.arrays).decode(json.loads(self.structure))
+
+
+def snapshot(obj) -> Snapshot:
+    """The :class:`Snapshot` of obj; TypeError names an attribute of a type it cannot hold."""
+    enc = _Encoder()
+    return Snapshot(json.dumps(enc.encode(obj, "ordering"), separators=(",", ":")), enc.arrays)
+
+
+class _Encoder:
+    def __init__(self):
+        self.arrays, self.memo, self.keep = {}, {}, []
+
+    def encode(self, v, path):
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, (int, np.integer)) and not isinstance(v, np.bool_):
+            return {"int": int(v)}
+        if isinstance(v, (float, np.floating)):
+            return {"float": float(v).hex()}
+        if isinstance(v, np.bool_):
+            return bool(v)
+        ref = self.memo.get(id(v))
+        if ref is not None:
+            return {"ref": ref}
+        self.memo[id(v)] = ref = len(self.memo)
+        self.keep.append(v)  # ids stay unique while encoding
+        if isinstance(v, np.ndarray):
+            if v.dtype.kind not in "biufc":
+                raise TypeError(f"checkpoint: {path} is an array of {v.dtype}")
+            name = str(len(self.arrays))
+            self.arrays[name] = np.array(v)
+            return {"id": ref, "array": name}
+        if isinstance(v, (list, tuple)):
+            kind = "list" if isinstance(v, list) else "tuple"
+            return {"id": ref, kind: [self.encode(x, f"{path}[{i}]") for i, x in enumerate(v)]}
+        if isinstance(v, dict):
+            items = [[self.encode(k, f"{path} key"), self.encode(x, f"{path}[{k!r}]")] for k, x in v.items()]
+            return {"id": ref, "dict": items}
+        cls = type(v)
+        if cls.__module__.split(".")[: len(PACKAGE.split("."))] == PACKAGE.split(".") and hasattr(
+            v, "__dict__"
+        ):
+            state = {k: self.encode(x, f"{path}.{k}") for k, x in vars(v).items()}
+            return {"id": ref, "object": f"{cls.__module__}:{cls.__qualname__}", "state": state}
+        raise TypeError(f"checkpoint: {path} is a {cls.__module__}.{cls.__qualname__}, which it cannot store")
+
+
+class _Decoder:
+    def __init__(self, arrays):
+        self.arrays, self.memo = arrays, {}
+
+    def decode(self, v):
+        if not isinstance(v, dict):
+            return v
+        if "int" in v:
+            return int(v["int"])
+        if "float" in v:
+            return float.fromhex(v["float"])
+        if "ref" in v:
+            return self.memo[v["ref"]]
+        ref = v["id"]
+        if "array" in v:
+            out = self.memo[ref] = np.array(self.arrays[v["array"]])
+            return out
+        if "list" in v:
+            out = self.memo[ref] = []
+            out.extend(self.decode(x) for x in v["list"])
+            return out
+        if "tuple" in v:
+            out = self.memo[ref] = tuple(self.decode(x) for x in v["tuple"])
+            return out
+        if "dict" in v:
+            out = self.memo[ref] = {}
+            out.update((self.decode(k), self.decode(x)) for k, x in v["dict"])
+            return out
+        module, qualname = v["object"].split(":")
+        parts = module.split(".")
+        if "solver" not in parts:
+            raise SolverInputError(f"checkpoint: class {v['object']} is not the solver's")
+        # the same module of this copy of the solver (a checkpoint of the stand-alone solver
+        # restores in the add-on's copy and back)
+        suffix = parts[len(parts) - parts[::-1].index("solver") :]
+        cls = importlib.import_module(".".join([PACKAGE, *suffix]))
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
+        if not isinstance(cls, type):
+            raise SolverInputError(f"checkpoint: {v['object']} is not a class")
+        out = self.memo[ref] = cls.__new__(cls)
+        out.__dict__.update({k: self.decode(x) for k, x in v["state"].items()})
+        return out
