@@ -7,6 +7,7 @@ front view (XZ plane) of the scene, and saves into OUT_DIR:
   gui_baking.png          the whole window during the modal bake: the bodies at the newest
                           computed frame (live view), progress, Cancel button
   gui_baked.png           the whole window after the bake, at frame 37
+  gui_continue.png        the panel after the frame range was extended: Continue Bake
 """
 
 import sys
@@ -156,6 +157,12 @@ def screenshots():
     redraw()
     yield 1.0
     shot_window("gui_baked.png")
+
+    # The artist extends the frame range: the panel offers to continue the bake.
+    bpy.context.scene.frame_end = 90
+    redraw()
+    yield 1.0
+    shot_area("PROPERTIES", "gui_continue.png")
 
 
 driver.run([screenshots], RESULT)
