@@ -3,10 +3,13 @@ assembled by :mod:`solver.assembly`.
 
 With scipy: dense Cholesky for tiny systems, banded Cholesky in a reverse
 Cuthill-McKee order while the band stays narrow (meshes of a few shapes),
-sparse LU (SuperLU) beyond.  numpy only (stock Blender): the same band order
-and a block-tridiagonal Cholesky (solver/banded.py) while the band is narrow,
-else a dense Cholesky test + LU up to DENSE_LIMIT DOFs, Jacobi-preconditioned
-CG beyond.
+the multifrontal sparse Cholesky of solver/sparse_cholesky.py beyond (nested
+dissection; faster than SuperLU), SuperLU for a system that is not positive
+definite.  numpy only (stock Blender): dense for tiny systems, the same band
+order and a block-tridiagonal Cholesky (solver/banded.py) while the band is
+small, the sparse Cholesky beyond; a matrix that is not positive definite
+(only when Newton does not require it to be) is solved by LU up to
+DENSE_LIMIT DOFs, Jacobi-preconditioned CG beyond.
 
 ``solve(..., require_pd=True)`` raises :class:`NotPositiveDefinite` when the
 factorization (or CG) finds the matrix is not positive definite: Newton uses
@@ -16,6 +19,7 @@ it to try the exact Hessian first and fall back to the projected one.
 import numpy as np
 
 from .banded import NotPositiveDefiniteBlock, block_tridiagonal_cholesky_solve, reverse_cuthill_mckee
+from .sparse_cholesky import NotPositiveDefiniteFront, SparseCholesky
 
 try:  # scipy is optional: stock Blender ships numpy only
     import scipy.linalg.lapack as _lapack
@@ -31,7 +35,7 @@ except ImportError:  # pragma: no cover - exercised by hiding scipy in tests
 DENSE_LIMIT = 3000  # numpy path: dense solve up to this many DOFs
 TINY_DENSE = 128  # scipy path: dense Cholesky up to this many DOFs
 BAND_FLOPS = 4e8  # scipy path: banded Cholesky while n * band^2 stays below this (beats SuperLU to ~3e8)
-NUMPY_BAND_FLOPS = 1e9  # numpy path: block-tridiagonal Cholesky while n * band^2 stays below this
+NUMPY_BAND_FLOPS = 5e6  # numpy path: block-tridiagonal Cholesky while n * band^2 is below this
 REORDER_GROWTH = 1.25  # recompute the band ordering when the band grows by this factor
 
 
@@ -52,15 +56,18 @@ def project_psd(H):
 
 
 class BandOrdering:
-    """Reverse Cuthill-McKee permutation kept between the solves of one
-    simulation: the Hessian's pattern changes only where contacts come and
-    go, so one ordering serves many Newton iterations; it is recomputed when
-    the system size changes or the band grows by REORDER_GROWTH."""
+    """Orderings kept between the solves of one simulation: the Hessian's
+    pattern changes only where contacts come and go, so one ordering serves
+    many Newton iterations.  The reverse Cuthill-McKee permutation is
+    recomputed when the system size changes or the band grows by
+    REORDER_GROWTH; ``sparse`` is the sparse Cholesky with its nested
+    dissection and symbolic analysis (see SparseCholesky for its reuse)."""
 
     def __init__(self):
         self.perm = None  # (n,) DOF at each position of the ordering
         self.inv = None  # (n,) position of each DOF in the ordering
         self.band = 0  # bandwidth when the ordering was computed
+        self.sparse = SparseCholesky()
 
     def band_of(self, rows, cols, n, numpy_only=False):
         """(permuted rows, permuted cols, bandwidth) under the current ordering.
@@ -106,17 +113,20 @@ def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None)
 
 def _solve_numpy(rows, cols, vals, rhs, require_pd, ordering):
     """numpy only: dense for tiny systems, block-tridiagonal Cholesky in band
-    order while the band is narrow, dense up to DENSE_LIMIT, else PCG."""
+    order while n * band^2 is small, else the sparse Cholesky; when the
+    matrix is not positive definite (and require_pd is off): dense LU up to
+    DENSE_LIMIT, else PCG."""
     n = len(rhs)
     if n > TINY_DENSE:
         pr, pc, band = ordering.band_of(rows, cols, n, numpy_only=True)
-        if band <= n // 4 and n * (band + 1) ** 2 <= NUMPY_BAND_FLOPS:
-            try:
+        try:
+            if band <= n // 4 and n * (band + 1) ** 2 <= NUMPY_BAND_FLOPS:
                 y = block_tridiagonal_cholesky_solve(pr, pc, vals, rhs[ordering.perm], band)
                 return y[ordering.inv]
-            except NotPositiveDefiniteBlock:
-                if require_pd:
-                    raise NotPositiveDefinite("banded Cholesky failed") from None
+            return ordering.sparse.solve(rows, cols, vals, rhs)
+        except (NotPositiveDefiniteBlock, NotPositiveDefiniteFront):
+            if require_pd:
+                raise NotPositiveDefinite("Cholesky factorization failed") from None
     if n <= DENSE_LIMIT:
         A = _dense(rows, cols, vals, n)
         if require_pd:
@@ -150,7 +160,10 @@ def _solve_scipy(rows, cols, vals, rhs, require_pd, ordering):
         if info == 0:
             return y[ordering.inv]
         return _not_pd(require_pd, lambda: _superlu(rows, cols, vals, rhs))
-    return _superlu(rows, cols, vals, rhs, require_pd)
+    try:
+        return ordering.sparse.solve(rows, cols, vals, rhs)
+    except NotPositiveDefiniteFront:
+        return _not_pd(require_pd, lambda: _superlu(rows, cols, vals, rhs))
 
 
 def _not_pd(require_pd, fallback):

@@ -37,6 +37,7 @@ CHILD = textwrap.dedent("""
     from solver.examples import compressing_squares
     assert linalg.HAVE_SCIPY != {hide}
     assert {hide} != any(m == "scipy" or m.startswith("scipy.") for m in sys.modules)
+    {setup}
     scene = compressing_squares({n_seg})
     scene = replace(scene, params=replace(scene.params, linear_solver={solver!r}))
     traj = simulate(scene, {steps})
@@ -45,12 +46,12 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _child_run(tmp_path, tag, hide, solver, n_seg=N_SEG):
+def _child_run(tmp_path, tag, hide, solver, n_seg=N_SEG, setup="pass"):
     """Trajectory and Newton iterations from a fresh interpreter with one BLAS
     thread (a multi-threaded LU rounds differently, and the numpy path's many
     tiny dense solves are ~40x slower threaded: tests/stress/FINDINGS.md P1)."""
     script = tmp_path / f"{tag}.py"
-    script.write_text(CHILD.format(n_seg=n_seg, steps=STEPS, hide=hide, solver=solver))
+    script.write_text(CHILD.format(n_seg=n_seg, steps=STEPS, hide=hide, solver=solver, setup=setup))
     out, iters = tmp_path / f"{tag}.npz", tmp_path / f"{tag}.json"
     env = dict(
         os.environ,

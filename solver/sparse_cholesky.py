@@ -1,0 +1,433 @@
+"""numpy-only sparse Cholesky (LL^T) of symmetric positive definite systems.
+
+A multifrontal factorization on the nested-dissection tree of
+:mod:`solver.ordering`.  Each tree node (a separator, or a leaf part) owns a
+contiguous range of the order; its *front* is its own DOFs followed by its
+*update* DOFs (those of ancestors it is coupled to, in the original matrix or
+through the fill of its descendants).  With F the assembled front,
+
+    L11 L11^T = F11,  L21 = F21 L11^-T,  U = F22 - L21 L21^T,
+
+and U is added into the parent's front (extend-add).  numpy has no
+triangular solve, so each node keeps L11^-1: the substitutions are matrix
+products.  A node's L11 is small (a separator of a 2D mesh, or a leaf).
+
+Python loops run over *groups*, never over DOFs: nodes of the same height in
+the tree (independent of each other) with fronts of similar size are padded
+to one size and factored as one stack of dense matrices (``np.linalg.cholesky``
+and ``matmul`` on (g, m, m) arrays).  Assembly and extend-add are one
+``np.bincount`` per group through index maps computed by the symbolic
+analysis (:class:`Symbolic`), which depends on the pattern only and is
+reused while it stays the same (:class:`SparseCholesky`).
+
+``np.linalg.cholesky`` raising on a front means the matrix is not positive
+definite: :class:`NotPositiveDefiniteFront` is raised.
+"""
+
+import numpy as np
+
+from .ordering import nested_dissection, vertex_graph
+
+GROUP_RATIO = 1.4  # nodes of one height share a padded stack while front sizes stay within this ratio
+
+
+class NotPositiveDefiniteFront(np.linalg.LinAlgError):
+    """A front's diagonal block is not positive definite: neither is the matrix."""
+
+
+class PatternNotCovered(ValueError):
+    """An entry of the matrix lies outside the fronts of the symbolic analysis."""
+
+
+class _Group:
+    """Nodes factored together: slot s of the stacks holds node nodes[s].
+
+    own (g, k): DOF positions owned (padding: n), upd (g, u): update DOF
+    positions (padding: n); the front of slot s is laid out as own (k
+    rows, padded with the identity) then update (u rows, padded with zeros)."""
+
+    def __init__(self, nodes, own, upd, height):
+        self.nodes, self.own, self.upd, self.height = nodes, own, upd, height
+        self.g, self.k = own.shape
+        self.u = upd.shape[1]
+        self.m = self.k + self.u
+
+
+class Symbolic:
+    """Pattern-only part of the factorization of an (n, n) matrix with COO
+    pattern (rows, cols): ordering, tree, groups and index maps."""
+
+    def __init__(self, rows, cols, n, leaf=None, ordering=None):
+        """ordering: (vertex order, node bounds) of an earlier analysis to
+        keep (only the fronts are recomputed), None: nested dissection."""
+        self.n = n
+        self.block = b = 2 if n % 2 == 0 else 1
+        nv = n // b
+        indptr, indices = vertex_graph(rows, cols, nv, b)
+        if ordering is None:
+            kw = {} if leaf is None else {"leaf": leaf}
+            order, bounds, _ = nested_dissection(indptr, indices, **kw)
+            ordering = (order, bounds)
+        self.ordering = ordering
+        order, bounds = ordering
+        self.perm = (b * order[:, None] + np.arange(b)).ravel()  # (n,) DOF at each position
+        self.inv = np.empty(n, np.intp)
+        self.inv[self.perm] = np.arange(n)
+        self.bounds = b * bounds  # (m + 1,) DOF position range of each node
+        vpos = np.empty(nv, np.intp)
+        vpos[order] = np.arange(nv)
+        self.update, self.parent = _update_sets(indptr, indices, order, vpos, bounds, b)
+        self._groups()
+        self._front_keys()
+        self._extend_add_maps()
+        self.assembly = self.assembly_map(rows, cols)
+
+    def flops(self):
+        """Dense flops of one factorization without padding (a cost estimate)."""
+        k = np.diff(self.bounds).astype(float)
+        u = np.array([len(x) for x in self.update], float)
+        return float(np.sum(k**3 / 3 + k**2 * u + k * u**2))
+
+    def _groups(self):
+        """Split the nodes into groups by height and front size."""
+        m = len(self.parent)
+        height = np.zeros(m, np.int64)
+        for k in range(m):  # postorder: children first
+            if self.parent[k] >= 0:
+                height[self.parent[k]] = max(height[self.parent[k]], height[k] + 1)
+        own = np.diff(self.bounds)
+        upd = np.array([len(u) for u in self.update], np.int64)
+        self.groups = []
+        self.slot = np.empty(m, np.int64)  # slot of each node in its group
+        self.group_of = np.empty(m, np.int64)
+        # buckets of own size and update size on a log scale of ratio GROUP_RATIO,
+        # then merged while the cost model says one padded stack is cheaper
+        bucket = np.floor(np.log(np.stack([own, upd + 1])) / np.log(GROUP_RATIO)).astype(np.int64)
+        key = np.stack([height, bucket[0], bucket[1]])
+        order = np.lexsort(key[::-1])
+        cuts = np.flatnonzero(np.any(np.diff(key[:, order], axis=1) != 0, axis=0)) + 1
+        buckets = np.split(order, cuts) if m else []
+        for h in range(int(height.max()) + 1 if m else 0):
+            for nodes in _merge_buckets([b for b in buckets if height[b[0]] == h], own, upd):
+                self._add_group(nodes, own, upd, h)
+
+    def _add_group(self, nodes, own, upd, height):
+        k, u = int(own[nodes].max()), int(upd[nodes].max())
+        own_idx = np.full((len(nodes), k), self.n, np.intp)
+        upd_idx = np.full((len(nodes), u), self.n, np.intp)
+        for s, node in enumerate(nodes):
+            own_idx[s, : own[node]] = np.arange(self.bounds[node], self.bounds[node + 1])
+            upd_idx[s, : upd[node]] = self.update[node]
+        self.slot[nodes] = np.arange(len(nodes))
+        self.group_of[nodes] = len(self.groups)
+        self.groups.append(_Group(nodes, own_idx, upd_idx, height))
+
+    def _front_keys(self):
+        """Sorted keys node * (n + 1) + position of every update DOF of
+        every node (a front is its own range then its update set, sorted by
+        position), and their local index in the padded front of the node's
+        group (own DOFs need no search: local index = position - start)."""
+        keys, local = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for grp in self.groups:
+            for node in grp.nodes:
+                keys.append(node * (self.n + 1) + self.update[node])
+                local.append(grp.k + np.arange(len(self.update[node])))
+        keys, local = np.concatenate(keys), np.concatenate(local)
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.local = keys[order], local[order]
+
+    def locate(self, node, pos):
+        """Local index (in the padded front of node's group) of DOF positions
+        pos (e,) in the fronts of nodes node (e,); raises PatternNotCovered."""
+        start = self.bounds[node]
+        local = pos - start
+        beyond = np.flatnonzero(pos >= self.bounds[node + 1])
+        if len(beyond):
+            key = node[beyond] * (self.n + 1) + pos[beyond]
+            at = np.minimum(np.searchsorted(self.keys, key), max(len(self.keys) - 1, 0))
+            if len(self.keys) == 0 or not np.array_equal(self.keys[at], key):
+                raise PatternNotCovered("matrix entry outside the symbolic fronts")
+            local[beyond] = self.local[at]
+        return local
+
+    def node_of(self, pos):
+        return np.searchsorted(self.bounds, pos, side="right") - 1
+
+    def assembly_map(self, rows, cols):
+        """For COO (rows, cols) (e,): per group, (selected entries, flat
+        targets in the group's (g, m, m) front stack) of the lower triangle
+        in the order.  Raises PatternNotCovered if the pattern is not within
+        this analysis's fronts."""
+        pr, pc = self.inv[rows], self.inv[cols]
+        lower = np.flatnonzero(pr >= pc)
+        pr, pc = pr[lower], pc[lower]
+        node = self.node_of(pc)
+        row = self.locate(node, pr)
+        col = pc - self.bounds[node]
+        grp = self.group_of[node]
+        out = []
+        # (a stable sort of small integers is a radix sort)
+        order = np.argsort(grp.astype(np.int16 if len(self.groups) < 2**15 else np.int64), kind="stable")
+        cuts = np.searchsorted(grp[order], np.arange(len(self.groups) + 1))
+        for gi, g in enumerate(self.groups):
+            e = order[cuts[gi] : cuts[gi + 1]]
+            flat = (self.slot[node[e]] * g.m + row[e]) * g.m + col[e]
+            out.append((lower[e], flat))
+        return out
+
+    def _extend_add_maps(self):
+        """Per group: (source flat indices into the pool of update matrices,
+        flat targets in the group's front stack) of every child's U (lower
+        triangle), plus the flat diagonal targets of the own-block padding."""
+        self.pool_offset = np.concatenate([[0], np.cumsum([g.g * g.u * g.u for g in self.groups])])
+        src = [[] for _ in self.groups]
+        tgt = [[] for _ in self.groups]
+        b = self.block
+        ms = np.array([g.m for g in self.groups])
+        for gi, grp in enumerate(self.groups):
+            par = self.parent[grp.nodes]  # (g,)
+            if grp.u == 0 or np.all(par < 0):
+                continue
+            # per update *vertex* (its first DOF): local index in the parent's front; a
+            # vertex's b x b block is expanded at the end (whole diagonal blocks are sent:
+            # their upper entry lands in the parent's upper triangle, which is never read)
+            first = grp.upd[:, ::b]  # (g, u / b)
+            s, t = np.nonzero((first < self.n) & (par >= 0)[:, None])
+            where = np.full(first.shape, -1, np.int64)
+            where[s, t] = self.locate(par[s], first[s, t])
+            i, j = np.tril_indices(first.shape[1])
+            s, i, j = np.repeat(np.arange(grp.g), len(i)), np.tile(i, grp.g), np.tile(j, grp.g)
+            keep = where[s, i] >= 0  # then j <= i is valid too
+            s, i, j = s[keep], i[keep], j[keep]
+            pg = self.group_of[par[s]]
+            m = ms[pg]
+            a, c = np.divmod(np.arange(b * b), b)
+            flat_src = (self.pool_offset[gi] + (s * grp.u + b * i) * grp.u + b * j)[:, None] + (a * grp.u + c)
+            flat_tgt = ((self.slot[par[s]] * m + where[s, i]) * m + where[s, j])[:, None]
+            flat_tgt = flat_tgt + (a[None, :] * m[:, None] + c)
+            order = np.argsort(pg, kind="stable")
+            bounds = np.searchsorted(pg[order], np.arange(len(self.groups) + 1))
+            for p in np.flatnonzero(np.diff(bounds)):
+                e = order[bounds[p] : bounds[p + 1]]
+                src[p].append(flat_src[e].ravel())
+                tgt[p].append(flat_tgt[e].ravel())
+        self.ea_src, self.ea_tgt, self.pad_tgt = [], [], []
+        for gi, grp in enumerate(self.groups):
+            self.ea_src.append(np.concatenate(src[gi]) if src[gi] else np.zeros(0, np.intp))
+            self.ea_tgt.append(np.concatenate(tgt[gi]) if tgt[gi] else np.zeros(0, np.intp))
+            s, j = np.nonzero(grp.own == self.n)
+            self.pad_tgt.append((s * grp.m + j) * grp.m + j)
+
+    def factor(self, vals, assembly=None):
+        """Numeric factorization of the matrix with values vals (e,) on the
+        pattern of ``assembly`` (default: the analysed one)."""
+        return Factor(self, vals, assembly or self.assembly)
+
+
+GROUP_COST = 80e-6  # s: numpy call overhead of one group (factor and solve)
+FLOP_COST = 0.1e-9  # s per flop of the dense kernels
+ENTRY_COST = 1.5e-9  # s per front entry (assembly, extend-add)
+
+
+def _group_cost(g, k, u):
+    return GROUP_COST + g * (FLOP_COST * (k**3 / 3 + k * k * u + k * u * u) + ENTRY_COST * (k + u) ** 2)
+
+
+def _merge_buckets(buckets, own, upd):
+    """Greedily merge buckets of nodes (arrays) of one height while a merged,
+    padded stack is estimated cheaper than the two apart."""
+    stats = [(len(b), int(own[b].max()), int(upd[b].max())) for b in buckets]
+    while len(buckets) > 1:
+        best, pair = 0.0, None
+        for i in range(len(buckets)):
+            for j in range(i + 1, len(buckets)):
+                (gi, ki, ui), (gj, kj, uj) = stats[i], stats[j]
+                merged = _group_cost(gi + gj, max(ki, kj), max(ui, uj))
+                saving = _group_cost(*stats[i]) + _group_cost(*stats[j]) - merged
+                if saving > best:
+                    best, pair = saving, (i, j)
+        if pair is None:
+            break
+        i, j = pair
+        (gi, ki, ui), (gj, kj, uj) = stats[i], stats[j]
+        buckets[i] = np.concatenate([buckets[i], buckets.pop(j)])
+        stats[i] = (gi + gj, max(ki, kj), max(ui, uj))
+        stats.pop(j)
+    return buckets
+
+
+def _update_sets(indptr, indices, order, vpos, bounds, block):
+    """Update DOF positions (sorted) of every node -- the positions beyond
+    the node coupled to it directly or through a child's update set -- and
+    the parent of every node (the node of its first update position, -1:
+    a root).  Nodes are visited in order, so children come first."""
+    m = len(bounds) - 1
+    children = [[] for _ in range(m)]
+    parent = np.full(m, -1, np.int64)
+    degree = np.diff(indptr)
+    vupd = [None] * m
+    for k in range(m):
+        verts = order[bounds[k] : bounds[k + 1]]
+        counts = degree[verts]
+        first = np.repeat(indptr[verts] - np.cumsum(counts) + counts, counts)
+        nbr = vpos[indices[first + np.arange(counts.sum())]]
+        cand = np.concatenate([nbr] + [vupd[c] for c in children[k]])
+        vupd[k] = np.unique(cand[cand >= bounds[k + 1]])
+        if len(vupd[k]):
+            parent[k] = np.searchsorted(bounds, vupd[k][0], side="right") - 1
+            children[parent[k]].append(k)
+    return [(block * v[:, None] + np.arange(block)).ravel() for v in vupd], parent
+
+
+TRI_BASE = 24  # triangular inverses of at most this order by row substitution
+
+
+def triangular_inverse(L):
+    """Inverse (g, k, k) of lower triangular matrices L (g, k, k) with a
+    non-zero diagonal: halves recursively, [[A, 0], [B, C]]^-1 =
+    [[A^-1, 0], [-C^-1 B A^-1, C^-1]], small blocks row by row (one
+    batched product per row: cheaper than a general inverse per matrix)."""
+    k = L.shape[-1]
+    if k > TRI_BASE:
+        h = k // 2
+        a, c = triangular_inverse(L[:, :h, :h]), triangular_inverse(L[:, h:, h:])
+        out = np.zeros_like(L)
+        out[:, :h, :h] = a
+        out[:, h:, h:] = c
+        out[:, h:, :h] = -(c @ (L[:, h:, :h] @ a))
+        return out
+    out = np.zeros_like(L)
+    d = 1.0 / np.diagonal(L, axis1=1, axis2=2)  # (g, k)
+    for i in range(k):  # row i of L^-1: (e_i - L[i, :i] X[:i]) / L[i, i]
+        if i:
+            out[:, i, :i] = -(L[:, i : i + 1, :i] @ out[:, :i, :i])[:, 0, :] * d[:, i, None]
+        out[:, i, i] = d[:, i]
+    return out
+
+
+class Factor:
+    """Numeric factor: per group, L11^-1 (g, k, k) and L21 (g, u, k)."""
+
+    def __init__(self, sym, vals, assembly):
+        self.sym = sym
+        pool = np.empty(sym.pool_offset[-1])
+        self.linv, self.l21 = [], []
+        for gi, grp in enumerate(sym.groups):
+            sel, flat = assembly[gi]
+            src = sym.ea_src[gi]
+            weights = np.concatenate([vals[sel], pool[src], np.ones(len(sym.pad_tgt[gi]))])
+            target = np.concatenate([flat, sym.ea_tgt[gi], sym.pad_tgt[gi]])
+            F = np.bincount(target, weights=weights, minlength=grp.g * grp.m**2).reshape(grp.g, grp.m, grp.m)
+            k = grp.k
+            try:
+                L11 = np.linalg.cholesky(F[:, :k, :k])
+            except np.linalg.LinAlgError:
+                raise NotPositiveDefiniteFront(f"front group {gi} of {len(sym.groups)}") from None
+            linv = triangular_inverse(L11)
+            l21 = F[:, k:, :k] @ np.swapaxes(linv, 1, 2)
+            if grp.u:  # U = F22 - L21 L21^T, written straight into the pool
+                U = pool[sym.pool_offset[gi] : sym.pool_offset[gi + 1]].reshape(grp.g, grp.u, grp.u)
+                np.subtract(F[:, k:, k:], l21 @ np.swapaxes(l21, 1, 2), out=U)
+            self.linv.append(linv)
+            self.l21.append(l21)
+
+    def solve(self, rhs):
+        """x (n,) with A x = rhs (n,)."""
+        sym = self.sym
+        n = sym.n
+        w = np.zeros(n + 1)  # position n: the padding's sink, kept at zero
+        w[:n] = rhs[sym.perm]
+        for grp, linv, l21 in zip(sym.groups, self.linv, self.l21, strict=True):
+            y = (linv @ w[grp.own][:, :, None])[:, :, 0]
+            w[grp.own] = y
+            if grp.u:
+                w -= np.bincount(grp.upd.ravel(), weights=(l21 @ y[:, :, None]).ravel(), minlength=n + 1)
+            w[n] = 0.0
+        for grp, linv, l21 in zip(reversed(sym.groups), reversed(self.linv), reversed(self.l21), strict=True):
+            z = w[grp.own]
+            if grp.u:
+                z = z - (np.swapaxes(l21, 1, 2) @ w[grp.upd][:, :, None])[:, :, 0]
+            w[grp.own] = (np.swapaxes(linv, 1, 2) @ z[:, :, None])[:, :, 0]
+            w[n] = 0.0
+        return w[sym.inv]
+
+
+def _common_prefix(rows, cols, old_rows, old_cols):
+    """Length of the common prefix of two COO patterns."""
+    m = min(len(rows), len(old_rows))
+    differ = np.flatnonzero((rows[:m] != old_rows[:m]) | (cols[:m] != old_cols[:m]))
+    return int(differ[0]) if len(differ) else m
+
+
+def _splice(old, new, start):
+    """One group's assembly map: old's entries before ``start`` and new's
+    (computed for the entries from ``start`` on)."""
+    (sel_old, flat_old), (sel_new, flat_new) = old, new
+    cut = np.searchsorted(sel_old, start)  # a group's entries are in COO order
+    return np.concatenate([sel_old[:cut], sel_new + start]), np.concatenate([flat_old[:cut], flat_new])
+
+
+REORDER_GROWTH = 1.5  # a new nested dissection when the fronts of the kept order cost this much more
+
+
+class SparseCholesky:
+    """Solver object keeping the symbolic analysis between calls (one per
+    simulation: Newton's patterns change only where contacts come and go).
+
+    * (rows, cols) equal to last time: everything is reused;
+    * otherwise, a pattern within the fronts of the analysis (contacts
+      between DOFs already coupled): only the assembly map is recomputed;
+    * otherwise the fronts are recomputed for the same nested-dissection
+      order (a contact couples two parts of the tree: the fill follows it),
+      and a new nested dissection is done when their estimated cost grows
+      by REORDER_GROWTH over that of the last dissection, or n changes.
+    """
+
+    def __init__(self, leaf=None):
+        self.leaf = leaf
+        self.sym = None
+        self.rows = self.cols = None
+        self.assembly = None
+        self.dissection_flops = 0.0
+        self.counts = {"same": 0, "remap": 0, "refront": 0, "dissection": 0}  # how each call was prepared
+
+    def _prepare(self, rows, cols, n):
+        how = self._reuse(rows, cols, n)
+        if how is None:
+            self.sym = Symbolic(rows, cols, n, self.leaf)
+            self.dissection_flops = self.sym.flops()
+            self.assembly = self.sym.assembly
+            how = "dissection"
+        if how != "same":
+            self.rows, self.cols = rows.copy(), cols.copy()
+        self.counts[how] += 1
+
+    def _reuse(self, rows, cols, n):
+        """How much of the last analysis serves the pattern (rows, cols):
+        'same', 'remap', 'refront' (self.sym / self.assembly updated) or None."""
+        if self.sym is None or self.sym.n != n:
+            return None
+        same = _common_prefix(rows, cols, self.rows, self.cols)
+        if same == len(rows) == len(self.rows):
+            return "same"
+        try:  # entries before the first change keep their place in the fronts
+            tail = self.sym.assembly_map(rows[same:], cols[same:])
+            self.assembly = [_splice(old, new, same) for old, new in zip(self.assembly, tail, strict=True)]
+            return "remap"
+        except PatternNotCovered:
+            pass
+        sym = Symbolic(rows, cols, n, self.leaf, ordering=self.sym.ordering)
+        if sym.flops() > REORDER_GROWTH * self.dissection_flops:
+            return None
+        self.sym, self.assembly = sym, sym.assembly
+        return "refront"
+
+    def factor(self, rows, cols, vals, n):
+        """Factor of the (n, n) matrix given by COO triplets (duplicates
+        summed, both triangles given); raises NotPositiveDefiniteFront."""
+        self._prepare(rows, cols, n)
+        return self.sym.factor(vals, self.assembly)
+
+    def solve(self, rows, cols, vals, rhs):
+        """x (n,) with A x = rhs for A given by COO triplets."""
+        return self.factor(rows, cols, vals, len(rhs)).solve(rhs)

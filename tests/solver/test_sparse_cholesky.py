@@ -1,0 +1,283 @@
+"""numpy-only sparse Cholesky (solver/sparse_cholesky.py) and its nested
+dissection (solver/ordering.py): random SPD systems and Newton systems
+captured from example scenes against a dense solve, the not-positive-definite
+test, reuse of the symbolic analysis, and the solver paths that use it."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import solver.newton as newton_module
+from solver import linalg, simulate
+from solver.examples import compressing_squares, pile
+from solver.ordering import nested_dissection, vertex_graph
+from solver.simulation import Simulation
+from solver.sparse_cholesky import (
+    NotPositiveDefiniteFront,
+    SparseCholesky,
+    Symbolic,
+    triangular_inverse,
+)
+from tests.solver.test_numpy_path import STEPS, _child_run
+
+
+def random_spd(rng, n_vertex, block, n_edges, isolated=0.0):
+    """Random SPD matrix of n_vertex * block DOFs coupling random vertex
+    pairs (full block x block blocks), as unsummed COO triplets in random
+    order with duplicates, and the dense matrix.  isolated: fraction of
+    DOFs turned into identity rows (like fixed DOFs)."""
+    n = n_vertex * block
+    a = rng.integers(0, n_vertex, n_edges)
+    b = rng.integers(0, n_vertex, n_edges)
+    d = np.arange(block)
+    # each edge: a (2 block) x (2 block) stencil over vertices a, b, like an element
+    dofs = np.concatenate([block * a[:, None] + d, block * b[:, None] + d], axis=1)
+    k = dofs.shape[1]
+    M = rng.normal(size=(n_edges, k, k))
+    H = M @ np.swapaxes(M, 1, 2)  # PSD stencils
+    rows = np.repeat(dofs, k, axis=1).ravel()
+    cols = np.tile(dofs, (1, k)).ravel()
+    vals = H.ravel()
+    # a positive diagonal for every DOF (mass), given in two duplicate pieces
+    diag = rng.uniform(0.1, 2.0, n)
+    rows = np.concatenate([rows, np.arange(n), np.arange(n)])
+    cols = np.concatenate([cols, np.arange(n), np.arange(n)])
+    vals = np.concatenate([vals, 0.5 * diag, 0.5 * diag])
+    fixed = rng.random(n) < isolated
+    if fixed.any():
+        keep = ~(fixed[rows] | fixed[cols])
+        f = np.flatnonzero(fixed)
+        rows, cols, vals = (
+            np.concatenate([rows[keep], f]),
+            np.concatenate([cols[keep], f]),
+            np.concatenate([vals[keep], np.ones(len(f))]),
+        )
+    shuffle = rng.permutation(len(rows))
+    rows, cols, vals = rows[shuffle], cols[shuffle], vals[shuffle]
+    return rows, cols, vals, dense(rows, cols, vals, n)
+
+
+def dense(rows, cols, vals, n):
+    A = np.zeros((n, n))
+    np.add.at(A, (rows, cols), vals)
+    return A
+
+
+def assert_solves(A, x, b, tol=1e-9):
+    scale = np.abs(A).max() * np.abs(x).max() + np.abs(b).max()
+    assert np.abs(A @ x - b).max() <= tol * scale
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_vertex=st.integers(1, 90),
+    block=st.sampled_from([1, 2, 2, 3]),
+    density=st.floats(0.0, 3.0),
+    leaf=st.sampled_from([1, 2, 5, 24]),
+    isolated=st.sampled_from([0.0, 0.1]),
+)
+def test_random_spd_systems_match_dense_solve(seed, n_vertex, block, density, leaf, isolated):
+    """Random SPD patterns (disconnected, dense-ish, odd sizes, identity rows)
+    and leaf sizes down to single vertices (deep trees, many groups)."""
+    rng = np.random.default_rng(seed)
+    rows, cols, vals, A = random_spd(rng, n_vertex, block, int(density * n_vertex), isolated)
+    n = len(A)
+    b = rng.normal(size=n)
+    x = SparseCholesky(leaf=leaf).solve(rows, cols, vals, b)
+    assert_solves(A, x, b)
+    np.testing.assert_allclose(x, np.linalg.solve(A, b), rtol=1e-8, atol=1e-10 * np.abs(x).max())
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_vertex=st.integers(2, 200), density=st.floats(0.5, 4.0))
+def test_nested_dissection_is_an_elimination_tree(seed, n_vertex, density):
+    """The order is a permutation, nodes are in postorder, and every edge joins
+    a node to itself or to an ancestor (what the multifrontal method needs)."""
+    rng = np.random.default_rng(seed)
+    m = int(density * n_vertex)
+    rows, cols = rng.integers(0, n_vertex, m), rng.integers(0, n_vertex, m)
+    indptr, indices = vertex_graph(np.concatenate([rows, cols]), np.concatenate([cols, rows]), n_vertex, 1)
+    order, bounds, parent = nested_dissection(indptr, indices, leaf=4)
+    assert np.array_equal(np.sort(order), np.arange(n_vertex))
+    assert bounds[0] == 0 and bounds[-1] == n_vertex and np.all(np.diff(bounds) > 0)
+    assert np.all((parent == -1) | (parent > np.arange(len(parent))))
+    pos = np.empty(n_vertex, np.int64)
+    pos[order] = np.arange(n_vertex)
+    node = np.searchsorted(bounds, pos, side="right") - 1
+    src = np.repeat(np.arange(n_vertex), np.diff(indptr))
+    lo, hi = np.minimum(node[src], node[indices]), np.maximum(node[src], node[indices])
+    for a, b in zip(lo, hi, strict=True):
+        up = a
+        while up != b:
+            up = parent[up]
+            assert up != -1, "an edge joins two nodes of which neither is an ancestor of the other"
+
+
+def test_triangular_inverse_matches_inverse():
+    rng = np.random.default_rng(1)
+    for k in (1, 5, 24, 25, 61, 130):
+        M = rng.normal(size=(3, k, k))
+        L = np.linalg.cholesky(M @ np.swapaxes(M, 1, 2) + k * np.eye(k))
+        np.testing.assert_allclose(triangular_inverse(L), np.linalg.inv(L), rtol=1e-10, atol=1e-13)
+
+
+def captured_systems(scene, steps, keep=4, every=1):
+    """Newton systems (rows, cols, vals, rhs) of the last solves of a run."""
+    systems = []
+    real = newton_module.solve
+
+    def spy(r, c, v, rhs, method, require_pd=False, ordering=None):
+        systems.append((r.copy(), c.copy(), v.copy(), rhs.copy()))
+        return real(r, c, v, rhs, method, require_pd=require_pd, ordering=ordering)
+
+    newton_module.solve = spy
+    try:
+        sim = Simulation(replace(scene, params=replace(scene.params, strict=False)))
+        for _ in range(steps):
+            sim.step()
+    finally:
+        newton_module.solve = real
+    return systems[-keep * every :: every]
+
+
+@pytest.mark.parametrize(
+    "name, scene, steps",
+    [
+        ("squares n_seg=10 in contact", compressing_squares(n_seg=10), 45),
+        ("pile of 12 shapes", pile(n_shapes=12, n_columns=4, n_seg=4, n_rings=2, n_boundary=12), 30),
+    ],
+)
+def test_captured_newton_systems_match_dense_solve(name, scene, steps):
+    systems = captured_systems(scene, steps)
+    sc = SparseCholesky()
+    for r, c, v, rhs in systems:
+        n = len(rhs)
+        A = dense(r, c, v, n)
+        if np.linalg.eigvalsh(A)[0] <= 0:  # an exact Hessian Newton rejected: must be detected
+            with pytest.raises(NotPositiveDefiniteFront):
+                sc.solve(r, c, v, rhs)
+            continue
+        x = sc.solve(r, c, v, rhs)
+        assert_solves(A, x, rhs)
+        np.testing.assert_allclose(x, np.linalg.solve(A, rhs), rtol=1e-7, atol=1e-9 * np.abs(x).max())
+    assert sum(sc.counts.values()) == len(systems)
+
+
+def test_not_positive_definite_is_detected():
+    rng = np.random.default_rng(5)
+    rows, cols, vals, A = random_spd(rng, 60, 2, 150)
+    b = rng.normal(size=len(A))
+    sc = SparseCholesky(leaf=4)
+    sc.solve(rows, cols, vals, b)
+    # an indefinite matrix on the same pattern: a negative diagonal entry
+    k = int(np.flatnonzero(rows == cols)[7])
+    bad = vals.copy()
+    bad[k] -= 2 * A[rows[k], rows[k]]
+    assert np.linalg.eigvalsh(dense(rows, cols, bad, len(A)))[0] < 0
+    with pytest.raises(NotPositiveDefiniteFront):
+        sc.solve(rows, cols, bad, b)
+    # singular (positive semi-definite): a zero pivot is not positive either
+    psd = np.where((rows == 0) | (cols == 0), 0.0, vals)
+    assert abs(np.linalg.det(dense(rows, cols, psd, len(A))[:1, :1])) == 0
+    with pytest.raises(NotPositiveDefiniteFront):
+        Symbolic(rows, cols, len(A)).factor(psd)
+
+
+def test_symbolic_analysis_is_reused_while_the_pattern_is_unchanged():
+    rng = np.random.default_rng(6)
+    rows, cols, vals, A = random_spd(rng, 150, 2, 400)
+    n = len(A)
+    b = rng.normal(size=n)
+    sc = SparseCholesky(leaf=8)
+    x1 = sc.solve(rows, cols, vals, b)
+    sym = sc.sym
+    # same pattern, other values: no new analysis, same answer as a fresh solver
+    vals2 = 1.7 * vals + 3.0 * (rows == cols)  # still symmetric and positive definite
+    x2 = sc.solve(rows, cols, vals2, b)
+    assert sc.sym is sym and sc.counts == {"same": 1, "remap": 0, "refront": 0, "dissection": 1}
+    assert np.array_equal(x2, SparseCholesky(leaf=8).solve(rows, cols, vals2, b))
+    assert_solves(dense(rows, cols, vals2, n), x2, b)
+    assert not np.allclose(x1, x2)
+    # the same entries in another order, plus a coupling between DOFs already
+    # coupled: a new assembly map only
+    i, j = int(rows[0]), int(cols[0])
+    r3 = np.concatenate([rows[::-1], [i, j]])
+    c3 = np.concatenate([cols[::-1], [j, i]])
+    v3 = np.concatenate([vals2[::-1], [0.25, 0.25]])
+    x3 = sc.solve(r3, c3, v3, b)
+    assert sc.sym is sym and sc.counts["remap"] == 1
+    assert_solves(dense(r3, c3, v3, n), x3, b)
+
+
+def test_pattern_change_triggers_new_analysis():
+    """A coupling between DOFs of far-apart tree nodes (a new contact) is not
+    in the fronts: the fronts are recomputed (same order while their cost
+    stays within REORDER_GROWTH) or the dissection is redone."""
+    rng = np.random.default_rng(7)
+    rows, cols, vals, _ = random_spd(rng, 200, 2, 500)
+    n = 400
+    b = rng.normal(size=n)
+    sc = SparseCholesky(leaf=8)
+    sc.solve(rows, cols, vals, b)
+    sym = sc.sym
+    first, last = int(sym.perm[0]), int(sym.perm[-3])  # in the first leaf and in the root
+    leaf2 = int(sym.perm[sym.bounds[1]])  # first DOF of the second node
+    for a, c in [(first, last), (first, leaf2)]:
+        r2 = np.concatenate([rows, [a, c, a, c]])
+        c2 = np.concatenate([cols, [c, a, a, c]])
+        v2 = np.concatenate([vals, [0.3, 0.3, 1.0, 1.0]])
+        before = dict(sc.counts)
+        x = sc.solve(r2, c2, v2, b)
+        assert_solves(dense(r2, c2, v2, n), x, b)
+        changed = {k for k in sc.counts if sc.counts[k] != before[k]}
+        assert changed in ({"remap"}, {"refront"}, {"dissection"})
+    assert sc.sym is not sym  # the second coupling was outside the first fronts
+    # a very different pattern (another size) starts over
+    rows, cols, vals, A = random_spd(rng, 30, 2, 60)
+    b = rng.normal(size=60)
+    before = sc.counts["dissection"]
+    assert_solves(A, sc.solve(rows, cols, vals, b), b)
+    assert sc.counts["dissection"] == before + 1
+
+
+@pytest.mark.parametrize("method", ["numpy", "scipy"])
+def test_linalg_solve_uses_the_sparse_cholesky_and_detects_indefinite(method, monkeypatch):
+    monkeypatch.setattr(linalg, "NUMPY_BAND_FLOPS", 0.0)
+    monkeypatch.setattr(linalg, "BAND_FLOPS", 0.0)
+    rng = np.random.default_rng(8)
+    rows, cols, vals, A = random_spd(rng, 120, 2, 300)
+    b = rng.normal(size=len(A))
+    order = linalg.BandOrdering()
+    x = linalg.solve(rows, cols, vals, b, method, require_pd=True, ordering=order)
+    assert_solves(A, x, b)
+    assert order.sparse.counts["dissection"] == 1
+    k = int(np.flatnonzero(rows == cols)[3])
+    bad = vals.copy()
+    bad[k] -= 2 * A[rows[k], rows[k]]
+    with pytest.raises(linalg.NotPositiveDefinite):
+        linalg.solve(rows, cols, bad, b, method, require_pd=True, ordering=order)
+    # without require_pd an indefinite system is still solved (LU)
+    x = linalg.solve(rows, cols, bad, b, method, ordering=order)
+    assert_solves(dense(rows, cols, bad, len(A)), x, b, tol=1e-8)
+
+
+def test_sparse_path_with_scipy_hidden_matches_numpy_path_and_scipy(tmp_path):
+    """The numpy path through the sparse Cholesky gives the same trajectory
+    with scipy hidden as with scipy present, and stays within the Newton
+    tolerance of the scipy path (which rounds differently)."""
+    force = "linalg.NUMPY_BAND_FLOPS = 0.0  # every system above TINY_DENSE through the sparse Cholesky"
+    hidden, hidden_iters = _child_run(tmp_path, "hidden", True, "auto", 6, force)
+    present, present_iters = _child_run(tmp_path, "present", False, "numpy", 6, force)
+    # (a script named scipy.py would shadow the package)
+    reference, _ = _child_run(tmp_path, "reference", False, "scipy", 6, force)
+    assert hidden_iters == present_iters
+    for key in hidden.files:
+        np.testing.assert_array_equal(hidden[key], present[key])
+        np.testing.assert_allclose(hidden[key], reference[key], rtol=0, atol=1e-3)
+    scene = compressing_squares(6)
+    traj = simulate(replace(scene, params=replace(scene.params, linear_solver="numpy")), STEPS)
+    assert sum(s.active_contacts for s in traj.stats) > 0  # contacts change the pattern in the window
