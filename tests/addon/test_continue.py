@@ -323,3 +323,46 @@ def test_start_frame_bakes_from_the_state_at_that_frame():
     s.frame_end = 20
     assert bpy.ops.ipc.bake() == {"FINISHED"}
     assert _record([body]) == continued
+
+
+def test_continue_with_a_keyed_pinned_body_and_an_obstacle_body_equals_one_go():
+    """Pins that follow their object's keys, an unselected baked body as an obstacle (moving
+    with its own bake) and a rotating collider: continued 5 -> 12 is the bake in one go."""
+    scene = bpy.context.scene
+    scene.render.fps, scene.frame_start, scene.frame_end = 25, 1, 5
+    scene.ipc.substeps, scene.ipc.use_ground, scene.ipc.ground_height = 2, True, -1.0
+    verts = [(0, 0, 0), (0.5, 0, 0), (1, 0, 0), (0, 0, 0.5), (0.5, 0, 0.5), (1, 0, 0.5)]
+    strip = harness.make_mesh_object("Strip", verts, faces=[(0, 1, 4, 3), (1, 2, 5, 4)])
+    strip.ipc.youngs_modulus = 1e4
+    strip.vertex_groups.new(name="pins").add([0, 3], 1.0, "REPLACE")
+    strip.ipc.pin_group = "pins"
+    for frame, x in ((1, 0.0), (12, 0.3)):
+        strip.location.x = x
+        strip.keyframe_insert("location", index=0, frame=frame)
+    box = harness.make_mesh_object(
+        "Box", [(0.6, 0, -0.6), (0.9, 0, -0.6), (0.9, 0, -0.3), (0.6, 0, -0.3)], [(0, 1, 2, 3)]
+    )
+    paddle = harness.make_mesh_object("Paddle", [(-0.4, 0, 0), (0.4, 0, 0)], edges=[(0, 1)], role="COLLIDER")
+    paddle.location = (0.3, 0.0, -0.8)
+    for frame, angle in ((1, 0.0), (12, 0.6)):
+        paddle.rotation_euler.y = angle
+        paddle.keyframe_insert("rotation_euler", index=1, frame=frame)
+    bpy.context.view_layer.update()
+    bpy.ops.object.select_all(action="DESELECT")
+    box.select_set(True)
+    scene.frame_end = 12
+    assert bpy.ops.ipc.bake() == {"FINISHED"}  # the box alone: it falls onto the paddle
+    scene.frame_end = 5
+    bpy.ops.object.select_all(action="DESELECT")
+    strip.select_set(True)
+    assert bpy.ops.ipc.bake() == {"FINISHED"}  # the strip, with the baked box as an obstacle
+    assert bpy.ops.ipc.continue_bake(frame_end=12) == {"FINISHED"}
+    continued = _record([strip])
+    scene.frame_end = 12
+    assert bpy.ops.ipc.bake() == {"FINISHED"}
+    assert _record([strip]) == continued
+    kb = strip.data.shape_keys.key_blocks
+    assert (
+        np.abs(np.array([v.co[2] for v in kb[-1].data]) - np.array([v.co[2] for v in kb[4].data])).max()
+        > 1e-3
+    )
