@@ -22,13 +22,18 @@ import numpy as np
 LEAF = 24  # parts of at most this many vertices are not split further
 
 
-def vertex_graph(rows, cols, n_vertex, block):
+def vertex_graph(rows, cols, n_vertex, block, symmetric=True):
     """CSR adjacency (indptr (n_vertex + 1,), indices (n_edges,)) without
     self loops of the pattern (rows, cols) (DOF indices) compressed to
-    vertices of ``block`` DOFs each."""
+    vertices of ``block`` DOFs each.  symmetric: the pattern holds (j, i)
+    whenever it holds (i, j) (else it is symmetrized, at twice the cost)."""
     vr, vc = rows // block, cols // block
-    upper = vr < vc  # the pattern is symmetric: one triangle gives every edge
-    key = np.unique(vr[upper] * n_vertex + vc[upper])
+    if symmetric:  # one triangle gives every edge (half the entries to sort)
+        upper = vr < vc
+        key = np.unique(vr[upper] * n_vertex + vc[upper])
+    else:  # (i, j) or (j, i): the same edge
+        lo, hi = np.minimum(vr, vc), np.maximum(vr, vc)
+        key = np.unique(lo[lo != hi] * n_vertex + hi[lo != hi])
     lo, hi = key // n_vertex, key % n_vertex
     src, dst = np.concatenate([lo, hi]), np.concatenate([hi, lo])
     order = np.argsort(src, kind="stable")

@@ -74,13 +74,22 @@ class Symbolic:
         self.inv = np.empty(n, np.intp)
         self.inv[self.perm] = np.arange(n)
         self.bounds = b * bounds  # (m + 1,) DOF position range of each node
-        vpos = np.empty(nv, np.intp)
-        vpos[order] = np.arange(nv)
-        self.update, self.parent = _update_sets(indptr, indices, order, vpos, bounds, b)
+        self.vpos = np.empty(nv, np.intp)
+        self.vpos[order] = np.arange(nv)
+        self._fronts(indptr, indices)
+        try:
+            self.assembly = self.assembly_map(rows, cols)
+        except PatternNotCovered:  # (i, j) without (j, i): the fronts of the symmetrized pattern
+            self._fronts(*vertex_graph(rows, cols, nv, b, symmetric=False))
+            self.assembly = self.assembly_map(rows, cols)
+
+    def _fronts(self, indptr, indices):
+        """Update sets, tree, groups and index maps for the vertex graph (CSR)."""
+        order, bounds = self.ordering
+        self.update, self.parent = _update_sets(indptr, indices, order, self.vpos, bounds, self.block)
         self._groups()
         self._front_keys()
         self._extend_add_maps()
-        self.assembly = self.assembly_map(rows, cols)
 
     def flops(self):
         """Dense flops of one factorization without padding (a cost estimate)."""

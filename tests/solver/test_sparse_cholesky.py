@@ -281,3 +281,18 @@ def test_sparse_path_with_scipy_hidden_matches_numpy_path_and_scipy(tmp_path):
     scene = compressing_squares(6)
     traj = simulate(replace(scene, params=replace(scene.params, linear_solver="numpy")), STEPS)
     assert sum(s.active_contacts for s in traj.stats) > 0  # contacts change the pattern in the window
+
+
+def test_pattern_with_entries_in_one_orientation_only():
+    """Explicit zeros at (i, j) without (j, i), for pairs coupled nowhere else:
+    the matrix is symmetric, its pattern is not; the analysis symmetrizes it."""
+    rng = np.random.default_rng(9)
+    rows, cols, vals, A = random_spd(rng, 40, 2, 30)
+    i, j = np.nonzero(A == 0)
+    pick = rng.choice(len(i), 50, replace=False)
+    r, c = np.concatenate([rows, i[pick]]), np.concatenate([cols, j[pick]])
+    v = np.concatenate([vals, np.zeros(50)])
+    b = rng.normal(size=len(A))
+    sc = SparseCholesky(leaf=4)
+    assert_solves(A, sc.solve(r, c, v, b), b)
+    assert_solves(A, sc.solve(r, c, v, b), b)
