@@ -68,6 +68,21 @@ class BandOrdering:
         self.inv = None  # (n,) position of each DOF in the ordering
         self.band = 0  # bandwidth when the ordering was computed
         self.sparse = SparseCholesky()
+        # systems of this size go to the sparse Cholesky without a look at the band: it was
+        # too wide once (a simulation's band grows with its contacts and seldom shrinks back)
+        self.sparse_n = None
+
+    def banded(self, rows, cols, n, limit, numpy_only=False):
+        """(permuted rows, permuted cols, bandwidth) when the banded Cholesky
+        is to be used (n * (band + 1)^2 <= limit, and for numpy_only a band
+        below n / 4), else None (and for every later system of this size)."""
+        if self.sparse_n == n:
+            return None
+        pr, pc, band = self.band_of(rows, cols, n, numpy_only)
+        if n * (band + 1) ** 2 <= limit and (band <= n // 4 or not numpy_only):
+            return pr, pc, band
+        self.sparse_n = n
+        return None
 
     def band_of(self, rows, cols, n, numpy_only=False):
         """(permuted rows, permuted cols, bandwidth) under the current ordering.
@@ -118,10 +133,10 @@ def _solve_numpy(rows, cols, vals, rhs, require_pd, ordering):
     DENSE_LIMIT, else PCG."""
     n = len(rhs)
     if n > TINY_DENSE:
-        pr, pc, band = ordering.band_of(rows, cols, n, numpy_only=True)
+        banded = ordering.banded(rows, cols, n, NUMPY_BAND_FLOPS, numpy_only=True)
         try:
-            if band <= n // 4 and n * (band + 1) ** 2 <= NUMPY_BAND_FLOPS:
-                y = block_tridiagonal_cholesky_solve(pr, pc, vals, rhs[ordering.perm], band)
+            if banded:
+                y = block_tridiagonal_cholesky_solve(*banded[:2], vals, rhs[ordering.perm], banded[2])
                 return y[ordering.inv]
             return ordering.sparse.solve(rows, cols, vals, rhs)
         except (NotPositiveDefiniteBlock, NotPositiveDefiniteFront):
@@ -150,8 +165,9 @@ def _solve_scipy(rows, cols, vals, rhs, require_pd, ordering):
         if info == 0:
             return _lapack.dpotrs(c, rhs, lower=True)[0]
         return _not_pd(require_pd, lambda: _dense_solve(_dense(rows, cols, vals, n), rhs))
-    pr, pc, band = ordering.band_of(rows, cols, n)
-    if n * (band + 1) ** 2 <= BAND_FLOPS:
+    banded = ordering.banded(rows, cols, n, BAND_FLOPS)
+    if banded:
+        pr, pc, band = banded
         upper = pr <= pc  # upper triangle, LAPACK band storage ab[band + i - j, j]
         ab = np.bincount(
             (band + pr[upper] - pc[upper]) * n + pc[upper], weights=vals[upper], minlength=(band + 1) * n

@@ -364,8 +364,13 @@ class Factor:
 def _common_prefix(rows, cols, old_rows, old_cols):
     """Length of the common prefix of two COO patterns."""
     m = min(len(rows), len(old_rows))
-    differ = np.flatnonzero((rows[:m] != old_rows[:m]) | (cols[:m] != old_cols[:m]))
-    return int(differ[0]) if len(differ) else m
+    first = m
+    for new, old in ((rows, old_rows), (cols, old_cols)):
+        differ = new[:first] != old[:first]
+        at = int(np.argmax(differ)) if first else 0  # the first True, or 0 if none
+        if first and differ[at]:
+            first = at
+    return first
 
 
 def _splice(old, new, start):
