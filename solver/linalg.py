@@ -36,6 +36,7 @@ DENSE_LIMIT = 3000  # numpy path: dense solve up to this many DOFs
 TINY_DENSE = 128  # scipy path: dense Cholesky up to this many DOFs
 BAND_FLOPS = 4e8  # scipy path: banded Cholesky while n * band^2 stays below this (beats SuperLU to ~3e8)
 NUMPY_BAND_FLOPS = 5e6  # numpy path: block-tridiagonal Cholesky while n * band^2 is below this
+NUMPY_SPARSE_N = 2500  # numpy path: sparse Cholesky from this many DOFs on, without a band ordering
 REORDER_GROWTH = 1.25  # recompute the band ordering when the band grows by this factor
 
 
@@ -133,7 +134,7 @@ def _solve_numpy(rows, cols, vals, rhs, require_pd, ordering):
     DENSE_LIMIT, else PCG."""
     n = len(rhs)
     if n > TINY_DENSE:
-        banded = ordering.banded(rows, cols, n, NUMPY_BAND_FLOPS, numpy_only=True)
+        banded = n < NUMPY_SPARSE_N and ordering.banded(rows, cols, n, NUMPY_BAND_FLOPS, numpy_only=True)
         try:
             if banded:
                 y = block_tridiagonal_cholesky_solve(*banded[:2], vals, rhs[ordering.perm], banded[2])

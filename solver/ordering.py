@@ -7,11 +7,12 @@ there and expanded again.  :func:`nested_dissection` splits a connected part
 by a level of a breadth-first level structure from a pseudo-peripheral vertex
 (every edge joins equal or adjacent levels, so a level separates the levels
 before it from those after it), orders both halves recursively and the
-separator last.  Each BFS level is one batch of array operations; the Python
-loops run over levels and over the parts of the dissection tree.
+separator last.  All parts of one depth are searched together: each BFS
+level of all of them is one batch of array operations, so the Python loops
+run over depths and levels (and once over the connected components).
 
 The result is the dissection tree itself: its nodes (separators, and the
-leaves: parts of at most ``leaf`` vertices, kept in their BFS order) are
+leaves: parts of at most ``leaf`` vertices) are
 contiguous ranges of the order, children before parents, and every edge of
 the graph joins a node to itself or to one of its ancestors.  That tree is the
 supernodal elimination tree the Cholesky factorization works on.
@@ -63,6 +64,21 @@ class _Graph:
         self.current += 1
         self.stamp[part] = self.current
 
+    def bfs_parts(self, starts, part):
+        """Level of every vertex (n,) in a BFS of each part from its start
+        vertex (starts (P,)), all parts at once, edges between parts
+        ignored; -1 where not reached."""
+        level = np.full(len(self.degree), -1, np.int64)
+        level[starts] = 0
+        frontier, depth = starts, 0
+        while len(frontier):
+            src, nbr = self.neighbours(frontier)
+            nbr = nbr[(level[nbr] < 0) & (part[nbr] == part[frontier][src])]
+            frontier = np.unique(nbr)
+            depth += 1
+            level[frontier] = depth
+        return level
+
     def bfs(self, start, part=None):
         """Level structure of the current part from ``start``: list of vertex
         arrays (level marks of ``part`` reset first; None: kept, so that a
@@ -84,84 +100,155 @@ class _Graph:
 def nested_dissection(indptr, indices, leaf=LEAF):
     """Order the graph (CSR, symmetric, no self loops) by nested dissection.
 
+    All parts of one depth of the dissection are searched together: each
+    BFS level of every part is one batch of array operations, so the Python
+    loop runs over depths and levels, not over parts.
+
     Returns (order (n,) vertex at each position, bounds (m + 1,) node k
     holds positions bounds[k]:bounds[k + 1], parent (m,) parent node or -1),
     nodes in postorder (every child before its parent)."""
     g = _Graph(indptr, indices)
     pieces, parent = [], []
-    # (part, its parent node, a vertex at the far end of the part or None,
-    # whether the part is known to be connected)
-    todo = [(np.arange(len(g.degree)), -1, None, False)]
-    while todo:  # depth first; the nodes are put in postorder at the end
-        part, par, start, connected = todo.pop()
-        if len(part) <= leaf:  # a leaf need not be connected: its front is dense anyway
-            pieces.append(part)
-            parent.append(par)
+    part = np.full(len(g.degree), -1, np.int64)  # part of each vertex still to order, else -1
+    comps = _components(g, leaf, pieces, parent)
+    for i, comp in enumerate(comps):
+        part[comp] = i
+    par_node = np.full(len(comps), -1, np.int64)  # per part: the node it hangs from
+    hint = np.full(len(comps), -1, np.int64)  # per part: a vertex at its far end, or -1
+    while True:
+        active = np.flatnonzero(part >= 0)
+        if len(active) == 0:
+            break
+        ids, pv = np.unique(part[active], return_inverse=True)
+        par_node, hint = par_node[ids], hint[ids]
+        part[active] = pv
+        small = (np.bincount(pv) <= leaf)[pv]  # a leaf need not be connected: its front is dense anyway
+        if small.any():
+            _emit(active[small], pv[small], par_node, pieces, parent)
+            part[active[small]] = -1
             continue
-        g.enter(part)
-        levels = _far_levels(g, part, start, connected, todo, par)
-        if levels is None:  # part was split into connected components, pushed on todo
-            continue
-        split = _bisect(g, part, levels)
-        if split is None:  # no useful separator: one dense node
-            pieces.append(part)
-            parent.append(par)
-            continue
-        near, near_far, far, far_end, sep = split
-        pieces.append(sep)
-        parent.append(par)
-        todo.append((near, len(pieces) - 1, near_far, True))
-        todo.append((far, len(pieces) - 1, far_end, False))
+        par_node, hint = _split_parts(g, part, active, pv, par_node, hint, pieces, parent)
     return _postorder(pieces, np.array(parent, np.int64))
 
 
-def _far_levels(g, part, start, connected, todo, par):
-    """Level structure of the (current) part from a pseudo-peripheral vertex:
-    a BFS from ``start`` (a far-end vertex when known), then one more from
-    the far end of that one unless start was already far and the part is
-    connected.  A part found disconnected is split instead: its components
-    go on ``todo`` and None is returned."""
-    hinted = start is not None
-    if not hinted:
-        start = part[np.argmin(g.degree[part])]
-    levels = g.bfs(start, part)
-    reached = sum(len(v) for v in levels)
-    if reached < len(part):
-        todo.append((np.concatenate(levels), par, None, True))
-        todo.append((part[g.level[part] < 0], par, None, False))
-        return None
-    if hinted and connected:
-        return levels
-    return g.bfs(_min_degree(g, levels[-1]), part)
+def _components(g, leaf, pieces, parent):
+    """Connected components of more than ``leaf`` vertices (list of vertex
+    arrays); the smaller ones are packed, whole, into root leaves of at
+    most ``leaf`` vertices (isolated vertices in any chunks)."""
+    n = len(g.degree)
+    g.enter(np.arange(n))
+    g.level[:] = -1
+    isolated = np.flatnonzero(g.degree == 0)
+    g.level[isolated] = 0
+    comps, small, seed = [], [], 0
+    while True:  # a BFS from the first vertex not reached yet, per component
+        free = g.level[seed:] < 0
+        seed += int(np.argmax(free))
+        if seed >= n or g.level[seed] >= 0:
+            break
+        comp = np.concatenate(g.bfs(seed))
+        (comps if len(comp) > leaf else small).append(comp)
+    chunks = np.array_split(isolated, -(-len(isolated) // leaf)) if len(isolated) else []
+    packed, count = [], 0
+    for comp in small:
+        if packed and count + len(comp) > leaf:
+            chunks.append(np.concatenate(packed))
+            packed, count = [], 0
+        packed.append(comp)
+        count += len(comp)
+    if packed:
+        chunks.append(np.concatenate(packed))
+    for chunk in chunks:
+        pieces.append(chunk)
+        parent.append(-1)
+    return comps
 
 
-def _min_degree(g, vertices):
-    return vertices[np.argmin(g.degree[vertices])]
+def _emit(vertices, pv, node_of_part, pieces, parent):
+    """One node per part: the vertices (e,) of parts pv (e,)."""
+    order = np.argsort(pv, kind="stable")
+    vertices, pv = vertices[order], pv[order]
+    cuts = np.flatnonzero(np.diff(pv)) + 1
+    for chunk, p in zip(np.split(vertices, cuts), pv[np.concatenate([[0], cuts])], strict=True):
+        pieces.append(chunk)
+        parent.append(int(node_of_part[p]))
 
 
-def _bisect(g, part, levels):
-    """(near side, a far-end vertex of it, far side, a far-end vertex of
-    it, separator) of a connected part from its level structure (g.level
-    holds it), or None when no level balances it."""
-    if len(levels) < 3:
-        return None
-    sizes = np.array([len(v) for v in levels])
-    before = np.cumsum(sizes) - sizes
-    after = len(part) - before - sizes
-    ok = (np.minimum(before, after) >= 0.3 * len(part)) & (before > 0) & (after > 0)
-    if not ok.any():
-        ok = (before > 0) & (after > 0)
-    cand = np.flatnonzero(ok)
-    m = int(cand[np.argmin(sizes[cand] + 1e-3 * np.abs(before[cand] - after[cand]))])
-    sep = levels[m]
-    if 2 * len(sep) > len(part):
-        return None
-    # a separator vertex without a neighbour beyond the level can join the near side
-    src, nbr = g.neighbours(sep)
+def _first_per_part(vertices, pv, n_parts, *keys):
+    """Per part (n_parts,): its vertex smallest by keys (first key first), -1 if none."""
+    out = np.full(n_parts, -1, np.int64)
+    if len(vertices) == 0:
+        return out
+    order = np.lexsort((*keys[::-1], pv))
+    first = order[np.concatenate([[0], np.flatnonzero(np.diff(pv[order])) + 1])]
+    out[pv[first]] = vertices[first]
+    return out
+
+
+def _split_parts(g, part, active, pv, par_node, hint, pieces, parent):
+    """Split every part (ids 0..P-1 in ``part``) at a level of a BFS level
+    structure from a pseudo-peripheral vertex; separators become nodes.
+    Returns the new parts' (par_node, hint); ``part`` is relabelled: near
+    side 2p, far side 2p + 1, the part of p its BFS did not reach 2P + p."""
+    n_parts = len(par_node)
+    deg = g.degree[active]
+    start = _first_per_part(active, pv, n_parts, deg)
+    ok = hint >= 0
+    ok[ok] = part[hint[ok]] == np.flatnonzero(ok)
+    start = np.where(ok, hint, start)
+    level = g.bfs_parts(start, part)
+    lv = level[active]
+    lost = lv < 0  # another component of a far side: a part of its own, next time
+    part[active[lost]] = 2 * n_parts + pv[lost]
+    active, pv, deg, lv = active[~lost], pv[~lost], deg[~lost], lv[~lost]
+    far = _first_per_part(active, pv, n_parts, -lv, deg)
+    level = g.bfs_parts(far[far >= 0], part)
+    lv = level[active]
+    m, splittable = _separator_levels(pv, lv, n_parts)
+    mv = m[pv]
+    cls = np.where(lv < mv, 0, np.where(lv > mv, 1, 2))  # near, far, separator
+    # a separator vertex without a neighbour beyond its level joins the near side
+    sep = np.flatnonzero(cls == 2)
+    src, nbr = g.neighbours(active[sep])
+    beyond = (part[nbr] == pv[sep][src]) & (level[nbr] == mv[sep][src] + 1)
     touches = np.zeros(len(sep), bool)
-    touches[src[g.level[nbr] == m + 1]] = True
-    near = np.concatenate([*levels[:m], sep[~touches]])
-    return near, levels[0][0], np.concatenate(levels[m + 1 :]), _min_degree(g, levels[-1]), sep[touches]
+    touches[src[beyond]] = True
+    cls[sep[~touches]] = 0
+    cls[~splittable[pv]] = 3  # no useful separator: one dense node
+    node = np.full(n_parts, -1, np.int64)
+    for c in (3, 2):
+        e = cls == c
+        if e.any():
+            first = len(pieces)
+            _emit(active[e], pv[e], par_node, pieces, parent)
+            if c == 2:
+                node[np.unique(pv[e])] = np.arange(first, len(pieces))
+    part[active[cls >= 2]] = -1  # placed in a node
+    side = cls < 2
+    part[active[side]] = 2 * pv[side] + cls[side]
+    far_side = cls == 1
+    far_end = _first_per_part(active[far_side], pv[far_side], n_parts, -lv[far_side], deg[far_side])
+    new_par = np.concatenate([np.repeat(node, 2), par_node])
+    new_hint = np.concatenate([np.stack([far, far_end], axis=1).ravel(), np.full(n_parts, -1)])
+    return new_par, new_hint
+
+
+def _separator_levels(pv, lv, n_parts):
+    """Per part: the level m (n_parts,) to cut at (the smallest with at
+    least 30 % of the part on either side, else the smallest with both
+    sides non-empty) and whether that cut is useful (n_parts,) bool."""
+    n_levels = int(lv.max()) + 1
+    sizes = np.bincount(pv * n_levels + lv, minlength=n_parts * n_levels).reshape(n_parts, n_levels)
+    total = sizes.sum(axis=1, keepdims=True)
+    before = np.cumsum(sizes, axis=1) - sizes
+    after = total - before - sizes
+    valid = (before > 0) & (after > 0)
+    good = valid & (np.minimum(before, after) >= 0.3 * total)
+    use = np.where(good.any(axis=1, keepdims=True), good, valid)
+    score = np.where(use, sizes + 1e-3 * np.abs(before - after), np.inf)
+    m = np.argmin(score, axis=1)
+    pick = np.arange(n_parts)
+    return m, np.isfinite(score[pick, m]) & (2 * sizes[pick, m] <= total[:, 0])
 
 
 def _postorder(pieces, parent):

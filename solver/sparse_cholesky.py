@@ -24,6 +24,8 @@ reused while it stays the same (:class:`SparseCholesky`).
 definite: :class:`NotPositiveDefiniteFront` is raised.
 """
 
+import itertools
+
 import numpy as np
 
 from .ordering import nested_dissection, vertex_graph
@@ -74,6 +76,7 @@ class Symbolic:
         self.inv = np.empty(n, np.intp)
         self.inv[self.perm] = np.arange(n)
         self.bounds = b * bounds  # (m + 1,) DOF position range of each node
+        self.node_of_pos = np.repeat(np.arange(len(bounds) - 1), np.diff(self.bounds))  # (n,)
         self.vpos = np.empty(nv, np.intp)
         self.vpos[order] = np.arange(nv)
         self._fronts(indptr, indices)
@@ -160,7 +163,8 @@ class Symbolic:
         return local
 
     def node_of(self, pos):
-        return np.searchsorted(self.bounds, pos, side="right") - 1
+        """Node (e,) owning each DOF position pos (e,)."""
+        return self.node_of_pos[pos]
 
     def assembly_map(self, rows, cols):
         """For COO (rows, cols) (e,): per group, (selected entries, flat
@@ -174,15 +178,13 @@ class Symbolic:
         row = self.locate(node, pr)
         col = pc - self.bounds[node]
         grp = self.group_of[node]
-        out = []
+        m = np.array([g.m for g in self.groups])[grp]
+        flat = (self.slot[node] * m + row) * m + col
         # (a stable sort of small integers is a radix sort)
         order = np.argsort(grp.astype(np.int16 if len(self.groups) < 2**15 else np.int64), kind="stable")
         cuts = np.searchsorted(grp[order], np.arange(len(self.groups) + 1))
-        for gi, g in enumerate(self.groups):
-            e = order[cuts[gi] : cuts[gi + 1]]
-            flat = (self.slot[node[e]] * g.m + row[e]) * g.m + col[e]
-            out.append((lower[e], flat))
-        return out
+        lower, flat = lower[order], flat[order]
+        return [(lower[a:b], flat[a:b]) for a, b in itertools.pairwise(cuts)]
 
     def _extend_add_maps(self):
         """Per group: (source flat indices into the pool of update matrices,
