@@ -190,10 +190,10 @@ def _not_pd(require_pd, fallback):
 
 
 def _superlu(rows, cols, vals, rhs, require_pd=False):
-    """Sparse LU pivoting on the diagonal only (symmetric mode), for every
-    system: Newton's are positive definite or meant to be (projected
-    Hessians), and then LU = L D L^T up to a symmetric permutation, 2-5x
-    faster than partial pivoting on a pile's Hessians.  A is positive
+    """Sparse LU pivoting on the diagonal only (symmetric mode): the scipy
+    path's fallback when a Cholesky factorization failed and require_pd is
+    off (positive definite systems go to the sparse Cholesky, which is
+    faster: S3-64 31 ms, S4 9 ms against 56 and 19).  A is positive
     definite iff every pivot (diagonal of U) is positive; when one is not,
     require_pd raises, otherwise partial pivoting solves the system."""
     n = len(rhs)
