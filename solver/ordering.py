@@ -20,7 +20,7 @@ supernodal elimination tree the Cholesky factorization works on.
 
 import numpy as np
 
-LEAF = 24  # parts of at most this many vertices are not split further
+LEAF = 16  # parts of at most this many vertices are not split further
 
 
 def vertex_graph(rows, cols, n_vertex, block, symmetric=True):
