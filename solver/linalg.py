@@ -5,9 +5,9 @@ With scipy: dense Cholesky for tiny systems, banded Cholesky in a reverse
 Cuthill-McKee order while the band stays narrow (meshes of a few shapes),
 the multifrontal sparse Cholesky of solver/sparse_cholesky.py beyond (nested
 dissection; faster than SuperLU), SuperLU for a system that is not positive
-definite.  numpy only (stock Blender): dense for tiny systems, the same band
-order and a block-tridiagonal Cholesky (solver/banded.py) while the band is
-small, the sparse Cholesky beyond; a matrix that is not positive definite
+definite.  numpy only (stock Blender): dense for tiny systems, the sparse
+Cholesky beyond (faster than the block-tridiagonal Cholesky in band order it
+replaced at every measured size); a matrix that is not positive definite
 (only when Newton does not require it to be) is solved by LU up to
 DENSE_LIMIT DOFs, Jacobi-preconditioned CG beyond.
 
@@ -18,7 +18,6 @@ it to try the exact Hessian first and fall back to the projected one.
 
 import numpy as np
 
-from .banded import NotPositiveDefiniteBlock, block_tridiagonal_cholesky_solve, reverse_cuthill_mckee
 from .sparse_cholesky import NotPositiveDefiniteFront, SparseCholesky
 
 try:  # scipy is optional: stock Blender ships numpy only
@@ -33,10 +32,8 @@ except ImportError:  # pragma: no cover - exercised by hiding scipy in tests
     HAVE_SCIPY = False
 
 DENSE_LIMIT = 3000  # numpy path: dense solve up to this many DOFs
-TINY_DENSE = 128  # scipy path: dense Cholesky up to this many DOFs
-BAND_FLOPS = 4e8  # scipy path: banded Cholesky while n * band^2 stays below this (beats SuperLU to ~3e8)
-NUMPY_BAND_FLOPS = 5e6  # numpy path: block-tridiagonal Cholesky while n * band^2 is below this
-NUMPY_SPARSE_N = 2500  # numpy path: sparse Cholesky from this many DOFs on, without a band ordering
+TINY_DENSE = 128  # dense Cholesky (numpy path: dense Cholesky test + LU) up to this many DOFs
+BAND_FLOPS = 4e8  # scipy path: banded Cholesky while n * band^2 is below this (S3-64: 2.9e8, 27 ms)
 REORDER_GROWTH = 1.25  # recompute the band ordering when the band grows by this factor
 
 
@@ -73,38 +70,33 @@ class BandOrdering:
         # too wide once (a simulation's band grows with its contacts and seldom shrinks back)
         self.sparse_n = None
 
-    def banded(self, rows, cols, n, limit, numpy_only=False):
+    def banded(self, rows, cols, n, limit):
         """(permuted rows, permuted cols, bandwidth) when the banded Cholesky
-        is to be used (n * (band + 1)^2 <= limit, and for numpy_only a band
-        below n / 4), else None (and for every later system of this size)."""
+        is to be used (n * (band + 1)^2 <= limit), else None (and for every
+        later system of this size)."""
         if self.sparse_n == n:
             return None
-        pr, pc, band = self.band_of(rows, cols, n, numpy_only)
-        if n * (band + 1) ** 2 <= limit and (band <= n // 4 or not numpy_only):
+        pr, pc, band = self.band_of(rows, cols, n)
+        if n * (band + 1) ** 2 <= limit:
             return pr, pc, band
         self.sparse_n = n
         return None
 
-    def band_of(self, rows, cols, n, numpy_only=False):
-        """(permuted rows, permuted cols, bandwidth) under the current ordering.
-        numpy_only: order with solver.banded's RCM instead of scipy's (the
-        numpy path then gives the same bits whether or not scipy is installed)."""
+    def band_of(self, rows, cols, n):
+        """(permuted rows, permuted cols, bandwidth) under the current ordering."""
         if self.inv is None or len(self.inv) != n:
-            self._reorder(rows, cols, n, numpy_only)
+            self._reorder(rows, cols, n)
         pr, pc = self.inv[rows], self.inv[cols]
         band = int(np.abs(pr - pc).max()) if len(pr) else 0
         if band > REORDER_GROWTH * self.band + 2:
-            self._reorder(rows, cols, n, numpy_only)
+            self._reorder(rows, cols, n)
             pr, pc = self.inv[rows], self.inv[cols]
             band = int(np.abs(pr - pc).max())
         return pr, pc, band
 
-    def _reorder(self, rows, cols, n, numpy_only):
-        if numpy_only:
-            self.perm = reverse_cuthill_mckee(rows, cols, n)
-        else:
-            graph = _sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
-            self.perm = _rcm(graph, symmetric_mode=True).astype(np.intp)
+    def _reorder(self, rows, cols, n):
+        graph = _sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+        self.perm = _rcm(graph, symmetric_mode=True).astype(np.intp)
         self.inv = np.empty(n, np.intp)
         self.inv[self.perm] = np.arange(n)
         self.band = int(np.abs(self.inv[rows] - self.inv[cols]).max()) if len(rows) else 0
@@ -128,21 +120,16 @@ def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None)
 
 
 def _solve_numpy(rows, cols, vals, rhs, require_pd, ordering):
-    """numpy only: dense for tiny systems, block-tridiagonal Cholesky in band
-    order while n * band^2 is small, else the sparse Cholesky; when the
+    """numpy only: dense for tiny systems, else the sparse Cholesky; when the
     matrix is not positive definite (and require_pd is off): dense LU up to
     DENSE_LIMIT, else PCG."""
     n = len(rhs)
     if n > TINY_DENSE:
-        banded = n < NUMPY_SPARSE_N and ordering.banded(rows, cols, n, NUMPY_BAND_FLOPS, numpy_only=True)
         try:
-            if banded:
-                y = block_tridiagonal_cholesky_solve(*banded[:2], vals, rhs[ordering.perm], banded[2])
-                return y[ordering.inv]
             return ordering.sparse.solve(rows, cols, vals, rhs)
-        except (NotPositiveDefiniteBlock, NotPositiveDefiniteFront):
+        except NotPositiveDefiniteFront:
             if require_pd:
-                raise NotPositiveDefinite("Cholesky factorization failed") from None
+                raise NotPositiveDefinite("sparse Cholesky failed") from None
     if n <= DENSE_LIMIT:
         A = _dense(rows, cols, vals, n)
         if require_pd:

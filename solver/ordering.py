@@ -23,24 +23,33 @@ import numpy as np
 LEAF = 16  # parts of at most this many vertices are not split further
 
 
-def vertex_graph(rows, cols, n_vertex, block, symmetric=True):
-    """CSR adjacency (indptr (n_vertex + 1,), indices (n_edges,)) without
-    self loops of the pattern (rows, cols) (DOF indices) compressed to
-    vertices of ``block`` DOFs each.  symmetric: the pattern holds (j, i)
-    whenever it holds (i, j) (else it is symmetrized, at twice the cost)."""
+def vertex_edges(rows, cols, n_vertex, block, symmetric=True):
+    """Sorted unique keys lo * n_vertex + hi (lo < hi) of the vertex pairs
+    coupled by the pattern (rows, cols) (DOF indices, vertices of ``block``
+    DOFs each).  symmetric: the pattern holds (j, i) whenever it holds
+    (i, j), so one triangle is read (else both, at twice the cost)."""
     vr, vc = rows // block, cols // block
-    if symmetric:  # one triangle gives every edge (half the entries to sort)
+    if symmetric:
         upper = vr < vc
-        key = np.unique(vr[upper] * n_vertex + vc[upper])
-    else:  # (i, j) or (j, i): the same edge
-        lo, hi = np.minimum(vr, vc), np.maximum(vr, vc)
-        key = np.unique(lo[lo != hi] * n_vertex + hi[lo != hi])
-    lo, hi = key // n_vertex, key % n_vertex
+        return np.unique(vr[upper] * n_vertex + vc[upper])
+    lo, hi = np.minimum(vr, vc), np.maximum(vr, vc)
+    return np.unique(lo[lo != hi] * n_vertex + hi[lo != hi])
+
+
+def edge_graph(keys, n_vertex):
+    """CSR adjacency (indptr (n_vertex + 1,), indices (2 e,)) of the edges
+    given by keys (e,) from :func:`vertex_edges`."""
+    lo, hi = keys // n_vertex, keys % n_vertex
     src, dst = np.concatenate([lo, hi]), np.concatenate([hi, lo])
     order = np.argsort(src, kind="stable")
-    src, dst = src[order], dst[order]
     indptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n_vertex))])
-    return indptr, dst
+    return indptr, dst[order]
+
+
+def vertex_graph(rows, cols, n_vertex, block, symmetric=True):
+    """CSR adjacency without self loops of the pattern (rows, cols)
+    compressed to vertices (see :func:`vertex_edges`)."""
+    return edge_graph(vertex_edges(rows, cols, n_vertex, block, symmetric), n_vertex)
 
 
 class _Graph:

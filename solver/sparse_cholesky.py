@@ -28,7 +28,7 @@ import itertools
 
 import numpy as np
 
-from .ordering import nested_dissection, vertex_graph
+from .ordering import edge_graph, nested_dissection, vertex_edges
 
 GROUP_RATIO = 1.4  # nodes of one height share a padded stack while front sizes stay within this ratio
 
@@ -59,13 +59,16 @@ class Symbolic:
     """Pattern-only part of the factorization of an (n, n) matrix with COO
     pattern (rows, cols): ordering, tree, groups and index maps."""
 
-    def __init__(self, rows, cols, n, leaf=None, ordering=None):
+    def __init__(self, rows, cols, n, leaf=None, ordering=None, edges=None):
         """ordering: (vertex order, node bounds) of an earlier analysis to
-        keep (only the fronts are recomputed), None: nested dissection."""
+        keep (only the fronts are recomputed), None: nested dissection.
+        edges: vertex pairs (keys of ordering.vertex_edges) to analyse,
+        covering the pattern; None: those of the pattern."""
         self.n = n
         self.block = b = 2 if n % 2 == 0 else 1
         nv = n // b
-        indptr, indices = vertex_graph(rows, cols, nv, b)
+        self.edges = vertex_edges(rows, cols, nv, b) if edges is None else edges  # (e,) analysed pairs
+        indptr, indices = edge_graph(self.edges, nv)
         if ordering is None:
             kw = {} if leaf is None else {"leaf": leaf}
             order, bounds, _ = nested_dissection(indptr, indices, **kw)
@@ -83,7 +86,8 @@ class Symbolic:
         try:
             self.assembly = self.assembly_map(rows, cols)
         except PatternNotCovered:  # (i, j) without (j, i): the fronts of the symmetrized pattern
-            self._fronts(*vertex_graph(rows, cols, nv, b, symmetric=False))
+            self.edges = np.union1d(self.edges, vertex_edges(rows, cols, nv, b, symmetric=False))
+            self._fronts(*edge_graph(self.edges, nv))
             self.assembly = self.assembly_map(rows, cols)
 
     def _fronts(self, indptr, indices):
@@ -146,7 +150,7 @@ class Symbolic:
                 local.append(grp.k + np.arange(len(self.update[node])))
         keys, local = np.concatenate(keys), np.concatenate(local)
         order = np.argsort(keys, kind="stable")
-        self.keys, self.local = keys[order], local[order]
+        self.front_keys, self.local = keys[order], local[order]
 
     def locate(self, node, pos):
         """Local index (in the padded front of node's group) of DOF positions
@@ -156,8 +160,8 @@ class Symbolic:
         beyond = np.flatnonzero(pos >= self.bounds[node + 1])
         if len(beyond):
             key = node[beyond] * (self.n + 1) + pos[beyond]
-            at = np.minimum(np.searchsorted(self.keys, key), max(len(self.keys) - 1, 0))
-            if len(self.keys) == 0 or not np.array_equal(self.keys[at], key):
+            at = np.minimum(np.searchsorted(self.front_keys, key), max(len(self.front_keys) - 1, 0))
+            if len(self.front_keys) == 0 or not np.array_equal(self.front_keys[at], key):
                 raise PatternNotCovered("matrix entry outside the symbolic fronts")
             local[beyond] = self.local[at]
         return local
@@ -246,24 +250,22 @@ def _group_cost(g, k, u):
 
 def _merge_buckets(buckets, own, upd):
     """Greedily merge buckets of nodes (arrays) of one height while a merged,
-    padded stack is estimated cheaper than the two apart."""
-    stats = [(len(b), int(own[b].max()), int(upd[b].max())) for b in buckets]
+    padded stack is estimated cheaper than the two apart (all pairs at once)."""
+    g = np.array([len(b) for b in buckets], float)
+    k = np.array([own[b].max() for b in buckets], float)
+    u = np.array([upd[b].max() for b in buckets], float)
     while len(buckets) > 1:
-        best, pair = 0.0, None
-        for i in range(len(buckets)):
-            for j in range(i + 1, len(buckets)):
-                (gi, ki, ui), (gj, kj, uj) = stats[i], stats[j]
-                merged = _group_cost(gi + gj, max(ki, kj), max(ui, uj))
-                saving = _group_cost(*stats[i]) + _group_cost(*stats[j]) - merged
-                if saving > best:
-                    best, pair = saving, (i, j)
-        if pair is None:
+        alone = _group_cost(g, k, u)
+        merged = _group_cost(g[:, None] + g, np.maximum.outer(k, k), np.maximum.outer(u, u))
+        saving = alone[:, None] + alone - merged
+        np.fill_diagonal(saving, 0.0)
+        i, j = np.unravel_index(np.argmax(saving), saving.shape)
+        if saving[i, j] <= 0.0:
             break
-        i, j = pair
-        (gi, ki, ui), (gj, kj, uj) = stats[i], stats[j]
+        i, j = min(i, j), max(i, j)
         buckets[i] = np.concatenate([buckets[i], buckets.pop(j)])
-        stats[i] = (gi + gj, max(ki, kj), max(ui, uj))
-        stats.pop(j)
+        g[i], k[i], u[i] = g[i] + g[j], max(k[i], k[j]), max(u[i], u[j])
+        g, k, u = np.delete(g, j), np.delete(k, j), np.delete(u, j)
     return buckets
 
 
@@ -290,7 +292,8 @@ def _update_sets(indptr, indices, order, vpos, bounds, block):
     return [(block * v[:, None] + np.arange(block)).ravel() for v in vupd], parent
 
 
-TRI_BASE = 24  # triangular inverses of at most this order by row substitution
+TRI_BASE = 24  # triangular inverses of at most this order by row substitution ...
+TRI_CALL, TRI_ROW = 10e-6, 8e-6  # ... when g LAPACK inverses (s each) cost more than k rows (s each)
 
 
 def triangular_inverse(L):
@@ -307,6 +310,8 @@ def triangular_inverse(L):
         out[:, h:, h:] = c
         out[:, h:, :h] = -(c @ (L[:, h:, :h] @ a))
         return out
+    if len(L) * TRI_CALL < k * TRI_ROW:  # few matrices: one LAPACK inverse each is cheaper
+        return np.linalg.inv(L)
     out = np.zeros_like(L)
     d = 1.0 / np.diagonal(L, axis1=1, axis2=2)  # (g, k)
     for i in range(k):  # row i of L^-1: (e_i - L[i, :i] X[:i]) / L[i, i]
@@ -395,8 +400,10 @@ class SparseCholesky:
       between DOFs already coupled): only the assembly map is recomputed;
     * otherwise the fronts are recomputed for the same nested-dissection
       order (a contact couples two parts of the tree: the fill follows it),
-      and a new nested dissection is done when their estimated cost grows
-      by REORDER_GROWTH over that of the last dissection, or n changes.
+      on the union of the pairs analysed so far and the new ones (contacts
+      that come back are then covered), and a new nested dissection of the
+      current pattern is done when their estimated cost grows by
+      REORDER_GROWTH over that of the last dissection, or n changes.
     """
 
     def __init__(self, leaf=None):
@@ -432,7 +439,11 @@ class SparseCholesky:
             return "remap"
         except PatternNotCovered:
             pass
-        sym = Symbolic(rows, cols, n, self.leaf, ordering=self.sym.ordering)
+        # new fronts for the union of the analysed pairs and the new ones: contacts
+        # that come and go are then covered by a remap (until the next dissection)
+        b = self.sym.block
+        edges = np.union1d(self.sym.edges, vertex_edges(rows, cols, n // b, b))
+        sym = Symbolic(rows, cols, n, self.leaf, ordering=self.sym.ordering, edges=edges)
         if sym.flops() > REORDER_GROWTH * self.dissection_flops:
             return None
         self.sym, self.assembly = sym, sym.assembly

@@ -1,6 +1,6 @@
 """Linear algebra: PSD projection and the
-solvers (scipy dense / banded Cholesky and sparse LU, numpy dense and PCG
-fallback) against numpy's dense solve, and their positive-definiteness test."""
+solvers (scipy dense / banded Cholesky and sparse LU, numpy dense, sparse
+Cholesky and PCG fallback) against numpy's dense solve, and their positive-definiteness test."""
 
 import numpy as np
 import pytest
@@ -157,22 +157,22 @@ def test_numpy_paths_detect_indefinite(monkeypatch):
         linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
 
 
-def test_numpy_banded_path_solves_and_detects_indefinite(monkeypatch):
-    """Above TINY_DENSE the numpy path orders the system into a band (with its
-    own reverse Cuthill-McKee) and uses the block Cholesky."""
+def test_numpy_path_above_tiny_dense_uses_the_sparse_cholesky_and_detects_indefinite():
+    """Above TINY_DENSE the numpy path factors with the sparse Cholesky (kept
+    on the ordering object); an indefinite matrix is detected, and without
+    require_pd solved by the dense LU."""
     rng = np.random.default_rng(12)
     rows, cols, vals, A = banded_spd_coo(rng, 400, 5)
     b = rng.normal(size=400)
-    calls = []
-    real = linalg.block_tridiagonal_cholesky_solve
-    monkeypatch.setattr(linalg, "block_tridiagonal_cholesky_solve", lambda *a: calls.append(1) or real(*a))
-    x = linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
-    assert calls and np.allclose(A @ x, b, rtol=0, atol=1e-9 * np.abs(b).max())
+    order = linalg.BandOrdering()
+    x = linalg.solve(rows, cols, vals, b, "numpy", require_pd=True, ordering=order)
+    assert sum(order.sparse.counts.values()) == 1
+    assert np.allclose(A @ x, b, rtol=0, atol=1e-9 * np.abs(b).max())
     vals = vals.copy()
     vals[int(np.flatnonzero(rows == cols)[7])] *= -1.0
     with pytest.raises(linalg.NotPositiveDefinite):
-        linalg.solve(rows, cols, vals, b, "numpy", require_pd=True)
+        linalg.solve(rows, cols, vals, b, "numpy", require_pd=True, ordering=order)
     A2 = np.zeros_like(A)
     np.add.at(A2, (rows, cols), vals)
-    x = linalg.solve(rows, cols, vals, b, "numpy")  # falls back to the dense LU
+    x = linalg.solve(rows, cols, vals, b, "numpy", ordering=order)  # falls back to the dense LU
     assert np.allclose(A2 @ x, b, rtol=0, atol=1e-8 * np.abs(b).max())

@@ -73,7 +73,7 @@ def _child_run(tmp_path, tag, hide, solver, n_seg=N_SEG, setup="pass"):
     return np.load(out), json.loads(iters.read_text())
 
 
-@pytest.mark.parametrize("n_seg", [N_SEG, 8])  # 104 DOFs: dense; 328 DOFs: banded Cholesky
+@pytest.mark.parametrize("n_seg", [N_SEG, 8])  # 104 DOFs: dense; 328 DOFs: sparse Cholesky
 def test_scipy_hidden_trajectory_equals_scipy_path(tmp_path, n_seg):
     """With scipy hidden the solver runs the numpy path: the same trajectory
     as linear_solver='numpy' with scipy present, and close to the scipy path's."""

@@ -246,8 +246,7 @@ def test_pattern_change_triggers_new_analysis():
 
 @pytest.mark.parametrize("method", ["numpy", "scipy"])
 def test_linalg_solve_uses_the_sparse_cholesky_and_detects_indefinite(method, monkeypatch):
-    monkeypatch.setattr(linalg, "NUMPY_BAND_FLOPS", 0.0)
-    monkeypatch.setattr(linalg, "BAND_FLOPS", 0.0)
+    monkeypatch.setattr(linalg, "BAND_FLOPS", 0.0)  # scipy path: no banded Cholesky
     rng = np.random.default_rng(8)
     rows, cols, vals, A = random_spd(rng, 120, 2, 300)
     b = rng.normal(size=len(A))
@@ -255,10 +254,9 @@ def test_linalg_solve_uses_the_sparse_cholesky_and_detects_indefinite(method, mo
     x = linalg.solve(rows, cols, vals, b, method, require_pd=True, ordering=order)
     assert_solves(A, x, b)
     assert order.sparse.counts["dissection"] == 1
-    # from then on systems of this size skip the band test (the band ordering is not kept up)
-    assert order.sparse_n == len(A)
+    # scipy path: from then on systems of this size skip the band test (numpy: never made)
+    assert order.sparse_n == (len(A) if method == "scipy" else None)
     perm = order.perm
-    monkeypatch.setattr(linalg, "NUMPY_BAND_FLOPS", 1e30)
     monkeypatch.setattr(linalg, "BAND_FLOPS", 1e30)
     linalg.solve(rows, cols, 2 * vals, b, method, require_pd=True, ordering=order)
     assert order.perm is perm and order.sparse.counts["same"] == 1
@@ -276,7 +274,7 @@ def test_sparse_path_with_scipy_hidden_matches_numpy_path_and_scipy(tmp_path):
     """The numpy path through the sparse Cholesky gives the same trajectory
     with scipy hidden as with scipy present, and stays within the Newton
     tolerance of the scipy path (which rounds differently)."""
-    force = "linalg.NUMPY_BAND_FLOPS = 0.0  # every system above TINY_DENSE through the sparse Cholesky"
+    force = "linalg.BAND_FLOPS = 0.0  # the scipy path through the sparse Cholesky too"
     hidden, hidden_iters = _child_run(tmp_path, "hidden", True, "auto", 6, force)
     present, present_iters = _child_run(tmp_path, "present", False, "numpy", 6, force)
     # (a script named scipy.py would shadow the package)
