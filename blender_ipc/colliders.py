@@ -157,7 +157,7 @@ def lag_warning(reports, dhat) -> str:
             )
         text += f"it lags up to {format_length(r.lag)} behind its keys"
         if r.lag_frames:
-            text += f" (more than the contact gap {format_length(dhat)} at frames {r.lag_frames})"
+            text += f" (more than the Contact Gap {format_length(dhat)} at frames {r.lag_frames})"
         parts.append(text)
     if not parts:
         return ""

@@ -74,6 +74,12 @@ def solver_failure(
     if isinstance(err, SolverInputError):
         text = str(err)
         return f"{head}: {in_blender_words(text) if in_blender_words else text}"
+    if isinstance(err, np.linalg.LinAlgError):  # a factorization failed (not positive definite)
+        return (
+            f"{head}: the solver's linear system could not be solved{when} ({type(err).__name__}: "
+            f"{err}). To fix: use more Substeps (now {substeps}), or check for extreme Young's "
+            f"Modulus or Density values"
+        )
     if not isinstance(err, ConvergenceError):
         return f"{head}: {type(err).__name__}: {err}"
     text = _STEP_PREFIX.sub("", str(err))

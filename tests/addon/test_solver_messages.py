@@ -105,5 +105,10 @@ def test_other_solver_failures_say_what_to_change():
     text = messages.solver_failure(err, frame=3, substep=1, substeps=1, **where)
     assert text == "Solver failed at frame 3: the Contact Gap must be positive", text
 
+    err = np.linalg.LinAlgError("Cholesky factorization failed")
+    text = messages.solver_failure(err, frame=4, substep=2, substeps=2, **where)
+    assert text.startswith("Solver failed at frame 4: the solver's linear system could not be solved"), text
+    assert "substep 2 of 2" in text and "more Substeps (now 2)" in text, text
+
     text = messages.solver_failure(RuntimeError("boom"), frame=5, substep=2, substeps=2, **where)
     assert text == "Solver failed at frame 5: RuntimeError: boom", text
