@@ -158,6 +158,21 @@ class BakeJob:
     def done(self) -> bool:
         return self.failure is not None or self.frames_done >= self.n_frames
 
+    @property
+    def baked_end(self) -> int:
+        """The last frame computed so far (the bake's last frame once it finished)."""
+        return self.frame_start + self.frames_done - 1
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped by the artist before the end frame (Stop and Keep), not by a failure."""
+        return self.failure is None and self.frames_done < self.n_frames
+
+    @property
+    def new_frames(self) -> int:
+        """Frames computed by this job (a continued bake's earlier frames not counted)."""
+        return len(self.frames) - 1
+
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
@@ -238,12 +253,18 @@ class BakeJob:
 
     def finish(self, keep_partial: bool = False) -> bool:
         """Write the keys (all frames, or the partial result if allowed; a continued bake gets
-        the new frames appended). Returns True if anything was written."""
+        the new frames appended). Returns True if anything was written.
+
+        A job stopped before its end frame (Stop and Keep: no failure, frames_done < n_frames)
+        is written exactly as a bake whose end frame was the last frame computed: its keys, its
+        records (bake_frame_end = that frame) and its stored solver state, so Continue Bake
+        extends it; only ``bake_frame_goal`` remembers the end frame it was started for. A job
+        that computed no new frame writes nothing."""
         prior = self.resume.stats["wall_time"] if self.resume is not None else 0.0
         self.stats.wall_time = prior + self.elapsed()
         self.end_preview()
         partial = self.failure is not None
-        if partial and (not keep_partial or len(self.frames) < 2):
+        if self.new_frames < 1 or (partial and not keep_partial):
             return False
         plane = self.scene.ipc.plane
         n = self.frames_done
@@ -257,6 +278,7 @@ class BakeJob:
             s = obj.ipc
             s.is_baked, s.bake_hash, s.bake_partial = True, self.signature, partial
             s.bake_frame_start, s.bake_frame_end = self.frame_start, self.frame_start + n - 1
+            s.bake_frame_goal = self.frame_end
             s.bake_message = self.failure or ""
         self._record_stats()
         if not partial:

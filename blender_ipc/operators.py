@@ -21,6 +21,9 @@ class RunningBake:
 
     job = None
     cancel_requested = False
+    # Stop and Keep (the Enter key or the panel's button): the modal loop ends the bake at its
+    # next event, after the frame being computed, and writes the frames computed so far.
+    stop_requested = False
     cancel_reason = ""
     data_reloaded = False
     # Live view: each computed frame is shown at once (LivePreview) and the frame cursor follows
@@ -43,6 +46,7 @@ class RunningBake:
         if cls.live if live is None else live:
             job.start_preview()
         cls.job, cls.cancel_requested, cls.cancel_reason, cls.data_reloaded = job, False, "", False
+        cls.stop_requested = False
         return job
 
     # The live view may cost at most this share of the bake's wall time. What Blender does
@@ -124,7 +128,7 @@ class RunningBake:
         """Drop the job and remove its live view: the scene is exactly as before (after undo,
         redo or a file load the live view went with the replaced data)."""
         job = cls.job
-        cls.job, cls.cancel_requested, cls.cancel_reason = None, False, ""
+        cls.job, cls.cancel_requested, cls.cancel_reason, cls.stop_requested = None, False, "", False
         if job is not None and not cls.data_reloaded:
             job.end_preview()
             cls.restore_frame(job)
@@ -138,11 +142,17 @@ class RunningBake:
             cls.cancel_requested, cls.cancel_reason = True, reason
 
     @classmethod
+    def request_stop(cls):
+        """Stop and Keep: end the bake after the frame being computed, keeping the frames."""
+        if cls.job is not None:
+            cls.stop_requested = True
+
+    @classmethod
     def take(cls):
-        """The finished job, its live view removed (finish() writes the bake); the frame
-        cursor goes back to where it was unless the artist moved it during the bake."""
+        """The finished (or stopped) job, its live view removed (finish() writes the bake); the
+        frame cursor goes back to where it was unless the artist moved it during the bake."""
         moved = cls.artist_moved_cursor()
-        job, cls.job = cls.job, None
+        job, cls.job, cls.stop_requested = cls.job, None, False
         if job is not None:
             job.end_preview()
             if not moved:
@@ -184,8 +194,14 @@ def _progress_text(job) -> str:
     eta_txt = "?" if eta != eta else f"{eta:.0f} s"  # NaN until the first frame is done
     return (
         f"IPC bake: frame {job.frames_done} of {job.n_frames}, "
-        f"{job.elapsed():.0f} s elapsed, about {eta_txt} left (Esc to cancel)"
+        f"{job.elapsed():.0f} s elapsed, about {eta_txt} left "
+        "(Enter to stop and keep, Esc to cancel)"
     )
+
+
+# The keys that stop the modal bake and keep its frames (as Enter confirms Blender's own modal
+# tools, while Esc cancels them).
+STOP_KEYS = {"RET", "NUMPAD_ENTER"}
 
 
 def _status(context, text):
@@ -255,11 +271,17 @@ class _BakeOperator:
             return {"FINISHED"} if written else {"CANCELLED"}
         if job.note:
             self.report({"INFO"}, job.note)
-        if job.resume is not None:
-            added = job.frame_end - job.resume.baked_end
+        if job.stopped:
             self.report(
                 {"INFO"},
-                f"IPC: continued the bake to frame {job.frame_end} ({added} new frames) "
+                f"IPC: bake stopped, frames {job.frame_start}-{job.baked_end} of "
+                f"{job.frame_start}-{job.frame_end} kept ({job.new_frames} new) in "
+                f"{job.elapsed():.1f} s; Continue Bake extends it",
+            )
+        elif job.resume is not None:
+            self.report(
+                {"INFO"},
+                f"IPC: continued the bake to frame {job.frame_end} ({job.new_frames} new frames) "
                 f"in {job.elapsed():.1f} s",
             )
         else:
@@ -318,6 +340,8 @@ class _BakeOperator:
                 else "IPC bake cancelled; the scene is unchanged",
             )
             return {"CANCELLED"}
+        if RunningBake.stop_requested or (event.type in STOP_KEYS and event.value == "PRESS"):
+            return self._stop_and_keep(context)
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
         RunningBake.note_event()
@@ -331,6 +355,17 @@ class _BakeOperator:
             return {"RUNNING_MODAL"}
         self._end_modal(context)
         return self._finish(context, RunningBake.take())
+
+    def _stop_and_keep(self, context):
+        """Enter or Stop and Keep: the frames computed so far become the bake (as a bake to the
+        last of them would be; Continue Bake extends it); before the first new frame nothing
+        is written and the scene stays as it was."""
+        job = RunningBake.take()
+        self._end_modal(context)
+        if job.new_frames < 1:  # take() removed the live view: the scene is as before
+            self.report({"WARNING"}, "IPC bake stopped before its first frame; nothing was baked")
+            return {"CANCELLED"}
+        return self._finish(context, job)
 
 
 class IPC_OT_bake(_BakeOperator, bpy.types.Operator):
@@ -366,18 +401,34 @@ class IPC_OT_continue_bake(_BakeOperator, bpy.types.Operator):
         return adapter.BakeJob(context, resume=adapter.prepare_resume(context, self.target, self.frame_end))
 
 
-class IPC_OT_cancel_bake(bpy.types.Operator):
-    """Stop the running bake and leave the scene as it was"""
-
-    bl_idname = "ipc.cancel_bake"
-    bl_label = "Cancel Bake"
+class _WhileBaking:
+    """The panel's buttons for a running modal bake: they set a flag its modal loop reads."""
 
     @classmethod
     def poll(cls, context):
         return RunningBake.job is not None
 
+
+class IPC_OT_cancel_bake(_WhileBaking, bpy.types.Operator):
+    """Stop the running bake and leave the scene as it was"""
+
+    bl_idname = "ipc.cancel_bake"
+    bl_label = "Cancel Bake"
+
     def execute(self, context):
         RunningBake.cancel_requested = True
+        return {"FINISHED"}
+
+
+class IPC_OT_stop_bake(_WhileBaking, bpy.types.Operator):
+    """Stop the running bake after the frame being computed and keep the frames baked so far
+    (Continue Bake extends them later); the same as Enter during the bake"""
+
+    bl_idname = "ipc.stop_bake"
+    bl_label = "Stop and Keep"
+
+    def execute(self, context):
+        RunningBake.request_stop()
         return {"FINISHED"}
 
 
@@ -487,6 +538,7 @@ CLASSES = (
     IPC_OT_bake,
     IPC_OT_continue_bake,
     IPC_OT_cancel_bake,
+    IPC_OT_stop_bake,
     IPC_OT_delete_bake,
     IPC_OT_add_example,
     IPC_OT_make_sim_mesh,

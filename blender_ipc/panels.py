@@ -39,12 +39,23 @@ def draw_object(layout, context, obj):
             row.operator("ipc.make_sim_mesh", text="Make Simulation Mesh")
     if s.is_baked:
         box = layout.box()
-        state = "partial bake" if s.bake_partial else "baked"
-        box.label(text=f"{state}: frames {s.bake_frame_start}-{s.bake_frame_end}", icon="CHECKMARK")
+        box.label(text=bake_range_text(s), icon="CHECKMARK")
         if adapter.is_outdated_cached(context, obj):
             box.label(text="Outdated: inputs changed since the bake", icon="ERROR")
         if s.bake_message:
             box.label(text=s.bake_message, icon="ERROR")
+
+
+def bake_range_text(s) -> str:
+    """The object's baked frames; for a bake stopped before its end frame (Stop and Keep, or a
+    solver failure with the partial bake kept) also the range it was started for."""
+    state = "partial bake" if s.bake_partial else "baked"
+    text = f"{state}: frames {s.bake_frame_start}-{s.bake_frame_end}"
+    if s.bake_frame_goal > s.bake_frame_end:
+        text += f" of {s.bake_frame_start}-{s.bake_frame_goal}"
+        if not s.bake_partial:
+            text += " (stopped)"
+    return text
 
 
 def draw_scene(layout, context):
@@ -84,7 +95,9 @@ def draw_bake(layout, context):
     job = RunningBake.job
     if job is not None:
         layout.label(text=_progress_text(job), icon="TIME")
-        layout.operator("ipc.cancel_bake", icon="CANCEL")
+        row = layout.row(align=True)
+        row.operator("ipc.stop_bake", icon="PAUSE")
+        row.operator("ipc.cancel_bake", icon="CANCEL")
         return
     row = layout.row(align=True)
     row.operator("ipc.bake", icon="PHYSICS")

@@ -151,6 +151,11 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
     )
     bake_frame_start: IntProperty(options={"HIDDEN"}, description="First baked frame")
     bake_frame_end: IntProperty(options={"HIDDEN"}, description="Last baked frame")
+    bake_frame_goal: IntProperty(
+        options={"HIDDEN"},
+        description="End frame the bake was started for: after the last baked frame when the "
+        "bake was stopped early (Stop and Keep, or a kept partial bake)",
+    )
     bake_partial: BoolProperty(
         default=False, options={"HIDDEN"}, description="The bake stopped at a solver failure (frames kept)"
     )

@@ -35,7 +35,7 @@ def delete_bake(obj):
         obj.shape_key_clear()
     s = obj.ipc
     s.is_baked, s.bake_hash, s.bake_partial, s.bake_message = False, "", False, ""
-    s.bake_frame_start = s.bake_frame_end = 0
+    s.bake_frame_start = s.bake_frame_end = s.bake_frame_goal = 0
 
 
 def clear_stats_if_gone(context):

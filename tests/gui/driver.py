@@ -84,6 +84,9 @@ def clear_scene():
     Blender 3.4, so the scene is emptied by hand)."""
     for coll in (bpy.data.objects, bpy.data.meshes, bpy.data.actions):
         bpy.data.batch_remove(list(coll))
+    # The meshes' shape keys (Key datablocks) stay behind without their mesh; the next undo
+    # would drop them ("invalid 'from' pointer") and change the datablock counts a test compares.
+    bpy.data.batch_remove(list(bpy.data.shape_keys))
     scene = bpy.context.scene
     scene.frame_set(1)
     for name in ("stat_frames", "stat_wall_time", "stat_newton_iters", "stat_min_distance", "stat_message"):

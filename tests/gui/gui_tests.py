@@ -478,6 +478,100 @@ def test_bake_from_a_start_frame():
         assert now == shown[f], f"frame {f}, before the start frame, changed"
 
 
+def _panel_calls():
+    """What draw_bake draws for the active object: (operator, text) and label texts."""
+    calls = []
+    layout = type("Layout", (), {})()
+    layout.label = lambda text="", **kw: calls.append(("label", text))
+    layout.box = lambda: layout
+    layout.operator = lambda op, **kw: calls.append((op, kw.get("text")))
+    layout.row = lambda **kw: layout
+    addon.panels.draw_bake(layout, bpy.context)
+    return calls
+
+
+def _enter():
+    driver.window().event_simulate(type="RET", value="PRESS")
+    driver.window().event_simulate(type="RET", value="RELEASE")
+
+
+def test_enter_and_stop_button_keep_the_frames_and_continue_equals_one_go():
+    """Issue 14, point 3 ("cancelled-and-kept"): Enter during the modal bake stops it after the
+    frame being computed and keeps frames 1-k as the bake (one undo step; the panel says
+    "frames 1-k of 1-20 (stopped)" and offers Continue Bake to Frame 20); the panel's Stop and
+    Keep button does the same during the continued bake; continued to the end, the keys are bit
+    for bit those of a bake to frame 20 in one go."""
+    yield from ensure_idle()
+    names = build(20)
+    scene = bpy.context.scene
+    before = harness.snapshot()
+    with StatusLog() as log:
+        start_modal_bake(time_budget_ms=10)
+        yield from run_until_frames(5, log, updates=1)
+        assert "(Enter to stop and keep, Esc to cancel)" in log.calls[-1][1], log.calls[-1]
+        with driver.override("PROPERTIES"):
+            assert bpy.ops.ipc.stop_bake.poll()
+        job = ops.RunningBake.job
+        _enter()
+        yield from driver.wait_until(lambda: ops.RunningBake.job is None, 10, "Enter to stop the bake")
+        yield 0.2
+    assert log.calls[-1][1] is None, "status bar text not cleared after Enter"
+    k = job.frames_done
+    assert 5 <= k < 20, k
+    assert scene.frame_current == 3
+    for n in names:
+        obj = bpy.data.objects[n]
+        assert [kb.name for kb in obj.data.shape_keys.key_blocks] == [
+            f"IPC_Bake_{f:05d}" for f in range(1, k + 1)
+        ]
+        assert (obj.ipc.bake_frame_end, obj.ipc.bake_frame_goal, obj.ipc.bake_partial) == (k, 20, False)
+    stopped = _all_keys(names)
+    bpy.context.view_layer.objects.active = bpy.data.objects[names[0]]
+    assert (
+        addon.panels.bake_range_text(bpy.data.objects[names[0]].ipc)
+        == f"baked: frames 1-{k} of 1-20 (stopped)"
+    )
+    assert ("ipc.continue_bake", "Continue Bake to Frame 20") in _panel_calls()
+    with driver.override():
+        assert bpy.ops.ed.undo() == {"FINISHED"}
+    yield 0.2
+    assert harness.snapshot() == before, "one undo did not return to the pre-bake state"
+    assert marker() == 2, f"the stopped bake was not one undo step (marker {marker()})"
+    with driver.override():
+        assert bpy.ops.ed.redo() == {"FINISHED"}
+    yield 0.2
+    assert _all_keys(names) == stopped, "redo did not bring the stopped bake back"
+
+    # Continue Bake (modal), stopped by the panel's Stop and Keep button
+    for n in names:
+        bpy.data.objects[n].select_set(True)
+    _invoke_continue(time_budget_ms=10)
+    job = ops.RunningBake.job
+    yield from run_until_frames(k + 3)
+    assert ("ipc.stop_bake", None) in _panel_calls() and ("ipc.cancel_bake", None) in _panel_calls()
+    with driver.override("PROPERTIES"):
+        assert bpy.ops.ipc.stop_bake("INVOKE_DEFAULT") == {"FINISHED"}
+    yield from driver.wait_until(lambda: ops.RunningBake.job is None, 10, "Stop and Keep")
+    yield 0.2
+    k2 = job.frames_done
+    assert k + 3 <= k2 < 20, (k, k2)
+    again = _all_keys(names)
+    for n in names:
+        assert len(again[n]) == k2 and again[n][:k] == stopped[n], n
+        assert bpy.data.objects[n].ipc.bake_frame_end == k2
+    with driver.override("PROPERTIES"):
+        assert not bpy.ops.ipc.stop_bake.poll()
+
+    _invoke_continue()
+    yield from driver.wait_until(lambda: ops.RunningBake.job is None, 120, "the continued bake")
+    yield 0.2
+    continued = _all_keys(names)
+    assert all(len(c) == 20 and c[:k2] == again[n] for n, c in continued.items())
+    with driver.override("PROPERTIES"):
+        assert bpy.ops.ipc.bake() == {"FINISHED"}  # frames 1-20 in one go
+    assert _all_keys(names) == continued, "stopped + continued differs from the bake in one go"
+
+
 SCENARIOS = [
     test_esc_cancels_modal_bake_and_scene_is_unchanged,
     test_cancel_button_stops_modal_bake_and_scene_is_unchanged,
@@ -486,6 +580,7 @@ SCENARIOS = [
     test_live_view_follows_the_bake_and_baked_frames_can_be_scrubbed,
     test_continue_bake_live_esc_undo_and_equal_to_one_go,
     test_bake_from_a_start_frame,
+    test_enter_and_stop_button_keep_the_frames_and_continue_equals_one_go,
 ]
 
 driver.run(SCENARIOS, RESULT)
