@@ -25,6 +25,7 @@ definite: :class:`NotPositiveDefiniteFront` is raised.
 """
 
 import itertools
+import weakref
 
 import numpy as np
 
@@ -63,7 +64,8 @@ class Symbolic:
         """ordering: (vertex order, node bounds) of an earlier analysis to
         keep (only the fronts are recomputed), None: nested dissection.
         edges: vertex pairs (keys of ordering.vertex_edges) to analyse,
-        covering the pattern; None: those of the pattern."""
+        covering the pattern; None: those of the pattern.  rows = cols =
+        None (edges given): the fronts only, no assembly map."""
         self.n = n
         self.block = b = 2 if n % 2 == 0 else 1
         nv = n // b
@@ -83,6 +85,9 @@ class Symbolic:
         self.vpos = np.empty(nv, np.intp)
         self.vpos[order] = np.arange(nv)
         self._fronts(indptr, indices)
+        if rows is None:  # fronts only (a restored state): no pattern to map yet
+            self.assembly = None
+            return
         try:
             self.assembly = self.assembly_map(rows, cols)
         except PatternNotCovered:  # (i, j) without (j, i): the fronts of the symmetrized pattern
@@ -388,6 +393,7 @@ def _splice(old, new, start):
     return np.concatenate([sel_old[:cut], sel_new + start]), np.concatenate([flat_old[:cut], flat_new])
 
 
+_DERIVED = weakref.WeakKeyDictionary()  # SparseCholesky -> (Symbolic, assembly map, rows, cols)
 REORDER_GROWTH = 1.5  # a new nested dissection when the fronts of the kept order cost this much more
 
 
@@ -408,52 +414,70 @@ class SparseCholesky:
 
     def __init__(self, leaf=None):
         self.leaf = leaf
-        self.sym = None
-        self.rows = self.cols = None
-        self.assembly = None
+        # The state, a few arrays: everything else is derived from it and the patterns
+        # solved (kept in _DERIVED, outside the object, so that a checkpoint of the
+        # ordering object stays small; rebuilt on demand with the same bits).
+        self.n = None
+        self.ordering = None  # (vertex order, node bounds) of the last nested dissection
+        self.edges = None  # (e,) vertex pairs (keys) the fronts are analysed for
         self.dissection_flops = 0.0
         self.counts = {"same": 0, "remap": 0, "refront": 0, "dissection": 0}  # how each call was prepared
 
+    @property
+    def sym(self):
+        """The Symbolic of the state, or None (before the first solve, or
+        after a restore until the next one)."""
+        return _DERIVED.get(self, (None,))[0]
+
     def _prepare(self, rows, cols, n):
-        how = self._reuse(rows, cols, n)
+        sym, assembly, how = self._reuse(rows, cols, n)
         if how is None:
-            self.sym = Symbolic(rows, cols, n, self.leaf)
-            self.dissection_flops = self.sym.flops()
-            self.assembly = self.sym.assembly
-            how = "dissection"
+            sym = Symbolic(rows, cols, n, self.leaf)
+            self.dissection_flops = sym.flops()
+            assembly, how = sym.assembly, "dissection"
+        self.n, self.ordering, self.edges = n, sym.ordering, sym.edges
         if how != "same":
-            self.rows, self.cols = rows.copy(), cols.copy()
+            _DERIVED[self] = (sym, assembly, rows.copy(), cols.copy())
         self.counts[how] += 1
+        return sym, assembly
 
     def _reuse(self, rows, cols, n):
-        """How much of the last analysis serves the pattern (rows, cols):
-        'same', 'remap', 'refront' (self.sym / self.assembly updated) or None."""
-        if self.sym is None or self.sym.n != n:
-            return None
-        same = _common_prefix(rows, cols, self.rows, self.cols)
-        if same == len(rows) == len(self.rows):
-            return "same"
+        """(Symbolic, assembly map, how) for the pattern (rows, cols), how:
+        'same', 'remap', 'refront', or None (a new dissection is needed)."""
+        if self.n != n or self.ordering is None:
+            return None, None, None
+        sym, assembly, old_rows, old_cols = _DERIVED.get(self) or self._rebuild()
+        same = _common_prefix(rows, cols, old_rows, old_cols)
+        if same == len(rows) == len(old_rows):
+            return sym, assembly, "same"
         try:  # entries before the first change keep their place in the fronts
-            tail = self.sym.assembly_map(rows[same:], cols[same:])
-            self.assembly = [_splice(old, new, same) for old, new in zip(self.assembly, tail, strict=True)]
-            return "remap"
+            tail = sym.assembly_map(rows[same:], cols[same:])
+            if same:
+                tail = [_splice(old, new, same) for old, new in zip(assembly, tail, strict=True)]
+            return sym, tail, "remap"
         except PatternNotCovered:
             pass
         # new fronts for the union of the analysed pairs and the new ones: contacts
         # that come and go are then covered by a remap (until the next dissection)
-        b = self.sym.block
-        edges = np.union1d(self.sym.edges, vertex_edges(rows, cols, n // b, b))
-        sym = Symbolic(rows, cols, n, self.leaf, ordering=self.sym.ordering, edges=edges)
+        b = sym.block
+        edges = np.union1d(self.edges, vertex_edges(rows, cols, n // b, b))
+        sym = Symbolic(rows, cols, n, self.leaf, ordering=self.ordering, edges=edges)
         if sym.flops() > REORDER_GROWTH * self.dissection_flops:
-            return None
-        self.sym, self.assembly = sym, sym.assembly
-        return "refront"
+            return None, None, None
+        return sym, sym.assembly, "refront"
+
+    def _rebuild(self):
+        """The derived data of a restored state: the fronts of its order and
+        pairs (the same bits as before the checkpoint), no pattern seen yet."""
+        sym = Symbolic(None, None, self.n, self.leaf, ordering=self.ordering, edges=self.edges)
+        empty = np.zeros(0, np.intp)
+        return sym, None, empty, empty
 
     def factor(self, rows, cols, vals, n):
         """Factor of the (n, n) matrix given by COO triplets (duplicates
         summed, both triangles given); raises NotPositiveDefiniteFront."""
-        self._prepare(rows, cols, n)
-        return self.sym.factor(vals, self.assembly)
+        sym, assembly = self._prepare(rows, cols, n)
+        return sym.factor(vals, assembly)
 
     def solve(self, rows, cols, vals, rhs):
         """x (n,) with A x = rhs for A given by COO triplets."""

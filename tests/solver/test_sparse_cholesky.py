@@ -301,3 +301,27 @@ def test_pattern_with_entries_in_one_orientation_only():
     sc = SparseCholesky(leaf=4)
     assert_solves(A, sc.solve(r, c, v, b), b)
     assert_solves(A, sc.solve(r, c, v, b), b)
+
+
+def test_state_is_small_and_a_copy_of_it_continues_with_the_same_bits():
+    """The object keeps only its order, analysed vertex pairs and counters (a
+    checkpoint stores it); a copy of that state rebuilds the rest and solves
+    the next patterns bit for bit like the original."""
+    import copy
+
+    rng = np.random.default_rng(11)
+    rows, cols, vals, _ = random_spd(rng, 200, 2, 500)
+    b = rng.normal(size=400)
+    sc = SparseCholesky(leaf=8)
+    sc.solve(rows, cols, vals, b)
+    first, last = int(sc.sym.perm[0]), int(sc.sym.perm[-3])
+    r2, c2 = np.concatenate([rows, [first, last]]), np.concatenate([cols, [last, first]])
+    v2 = np.concatenate([vals, [0.3, 0.3]])
+    sc.solve(r2, c2, v2, b)  # new fronts on the union of the pairs
+    assert sum(a.nbytes for a in vars(sc).values() if isinstance(a, np.ndarray)) < 10_000
+    assert set(vars(sc)) == {"leaf", "n", "ordering", "edges", "dissection_flops", "counts"}
+    clone = SparseCholesky.__new__(SparseCholesky)
+    clone.__dict__.update(copy.deepcopy(vars(sc)))
+    assert clone.sym is None  # derived data are not part of the state
+    for r, c, v in ((r2, c2, 2 * v2), (rows, cols, vals), (r2[::-1], c2[::-1], v2[::-1])):
+        assert np.array_equal(clone.solve(r, c, v, b), sc.solve(r, c, v, b))
