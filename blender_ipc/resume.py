@@ -25,6 +25,7 @@ from .common import KEY_PREFIX, IPCError, frame_range, is_our_bake
 from .reading import check_bakeable, obstacles
 from .signature import changed_inputs, input_signature, signature_parts
 from .solver import Checkpoint, SolverInputError
+from .solver.checkpoint import OtherSolverVersion
 
 PROPERTY = "_ipc_checkpoints"
 
@@ -173,6 +174,11 @@ def prepare(context, target: str = "SELECTED", frame_end: int = 0) -> Resume:
         )
     try:
         checkpoint = Checkpoint.from_text(entry["solver"])
+    except OtherSolverVersion as err:
+        raise IPCError(
+            f"The bake of {names} was made by another version of the add-on: continuing it would "
+            "not give the frames of a bake in one go; bake it again"
+        ) from err
     except SolverInputError as err:
         raise IPCError(
             f"The stored solver state of the bake of {names} is damaged ({err}); bake again"

@@ -31,6 +31,7 @@ import importlib
 import io
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -39,6 +40,26 @@ from .errors import SolverInputError
 FORMAT = "blender-ipc-checkpoint"
 VERSION = 1
 PACKAGE = __name__.rsplit(".", 1)[0]  # "solver" (or "blender_ipc.solver" in the add-on)
+
+
+def source_hash(directory: Path) -> str:
+    """Hash of the solver package's source files in ``directory``.  A checkpoint continues
+    bit for bit only in the solver that took it: other code may order its arithmetic
+    differently, and the analysis kept on the ordering object (see the module doc) is stored
+    by its attributes, which another version may not have.  Line endings are normalised (an
+    unpacked add-on and a checkout must agree)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(directory).glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes().replace(b"\r\n", b"\n"))
+    return digest.hexdigest()[:16]
+
+
+SOLVER_BUILD = source_hash(Path(__file__).parent)
+
+
+class OtherSolverVersion(SolverInputError):
+    """The checkpoint was taken by another version of the solver (see :func:`source_hash`)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,7 @@ class Checkpoint:
 
     def to_bytes(self) -> bytes:
         arrays = {
-            "meta": np.array([FORMAT, str(VERSION), self.fingerprint]),
+            "meta": np.array([FORMAT, str(VERSION), self.fingerprint, SOLVER_BUILD]),
             "step_index": np.array(self.step_index, np.int64),
             "time": np.array(self.time, np.float64),
             "x": np.ascontiguousarray(self.x, np.float64),
@@ -81,6 +102,11 @@ class Checkpoint:
                 meta = [str(s) for s in z["meta"]]
                 if meta[:2] != [FORMAT, str(VERSION)]:
                     raise SolverInputError(f"checkpoint: unknown format {meta[:2]}")
+                if meta[3:4] != [SOLVER_BUILD]:
+                    raise OtherSolverVersion(
+                        "checkpoint: taken by another version of the solver; continuing it would "
+                        "not give the steps of a simulation run in one go"
+                    )
                 files = set(z.files)
                 ordering = Snapshot(
                     str(z["ordering"]),

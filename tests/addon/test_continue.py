@@ -366,3 +366,22 @@ def test_continue_with_a_keyed_pinned_body_and_an_obstacle_body_equals_one_go():
         np.abs(np.array([v.co[2] for v in kb[-1].data]) - np.array([v.co[2] for v in kb[4].data])).max()
         > 1e-3
     )
+
+
+def test_a_bake_stored_by_another_solver_version_is_refused_and_nothing_changes():
+    """The stored state names the solver's source (a hash): after an add-on update the bake
+    cannot be continued bit for bit, and Continue Bake says so instead of failing inside the
+    solver on analysis objects it no longer knows."""
+    _scene(end=6)
+    assert bpy.ops.ipc.bake() == {"FINISHED"}
+    checkpoint = harness.sub("solver.checkpoint")
+    build = checkpoint.SOLVER_BUILD
+    before = _full_snapshot()
+    checkpoint.SOLVER_BUILD = "0123456789abcdef"  # as if the add-on had been updated since
+    try:
+        text = _refused(frame_end=9)
+    finally:
+        checkpoint.SOLVER_BUILD = build
+    assert "made by another version of the add-on" in text and "bake it again" in text, text
+    assert _full_snapshot() == before
+    assert bpy.ops.ipc.continue_bake(frame_end=9) == {"FINISHED"}

@@ -137,6 +137,37 @@ def test_checkpoint_of_another_scene_is_refused():
         Checkpoint.from_bytes(b"PK but not really")
 
 
+def test_checkpoint_of_another_solver_version_is_refused(monkeypatch):
+    """A checkpoint stores the attributes of the solver's own analysis objects: another version
+    of the solver may not have them (or order its arithmetic differently), so a checkpoint
+    names the solver's source (a hash) and another build refuses it."""
+    from solver import checkpoint
+
+    sim = Simulation(compressing_squares(n_seg=2))
+    _steps(sim, 2)
+    text = sim.checkpoint().to_text()
+    assert Checkpoint.from_text(text).step_index == 2
+    monkeypatch.setattr(checkpoint, "SOLVER_BUILD", "0123456789abcdef")
+    with pytest.raises(checkpoint.OtherSolverVersion, match="another version of the solver"):
+        Checkpoint.from_text(text)
+
+
+def test_solver_build_hashes_the_package_source(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from solver import checkpoint
+
+    for path in Path(checkpoint.__file__).parent.glob("*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    assert checkpoint.source_hash(tmp_path) == checkpoint.SOLVER_BUILD
+    newton = tmp_path / "newton.py"
+    newton.write_bytes(newton.read_bytes().replace(b"\n", b"\r\n"))
+    assert checkpoint.source_hash(tmp_path) == checkpoint.SOLVER_BUILD  # line endings do not count
+    newton.write_bytes(newton.read_bytes().replace(b"ARMIJO = 1e-4", b"ARMIJO = 2e-4"))
+    assert checkpoint.source_hash(tmp_path) != checkpoint.SOLVER_BUILD
+
+
 def test_fresh_simulation_checkpoint_round_trip():
     scene = free_fall(velocity=(0.3, 0.0))
     sim = Simulation(scene)
