@@ -279,20 +279,25 @@ def _update_sets(indptr, indices, order, vpos, bounds, block):
     the node coupled to it directly or through a child's update set -- and
     the parent of every node (the node of its first update position, -1:
     a root).  Nodes are visited in order, so children come first."""
-    m = len(bounds) - 1
+    m, nv = len(bounds) - 1, len(order)
     children = [[] for _ in range(m)]
     parent = np.full(m, -1, np.int64)
-    degree = np.diff(indptr)
+    # direct couplings, all nodes at once: (node, position beyond it) of every edge
+    node_of = np.repeat(np.arange(m), np.diff(bounds))  # (nv,) node of each vertex position
+    src = node_of[vpos[np.repeat(np.arange(nv), np.diff(indptr))]]
+    dst = vpos[indices]
+    beyond = dst >= bounds[src + 1]
+    key = np.unique(src[beyond] * nv + dst[beyond])
+    cuts = np.searchsorted(key, np.arange(m + 1) * nv)
     vupd = [None] * m
     for k in range(m):
-        verts = order[bounds[k] : bounds[k + 1]]
-        counts = degree[verts]
-        first = np.repeat(indptr[verts] - np.cumsum(counts) + counts, counts)
-        nbr = vpos[indices[first + np.arange(counts.sum())]]
-        cand = np.concatenate([nbr] + [vupd[c] for c in children[k]])
-        vupd[k] = np.unique(cand[cand >= bounds[k + 1]])
-        if len(vupd[k]):
-            parent[k] = np.searchsorted(bounds, vupd[k][0], side="right") - 1
+        direct = key[cuts[k] : cuts[k + 1]] - k * nv
+        if children[k]:
+            cand = np.concatenate([direct] + [vupd[c] for c in children[k]])
+            direct = np.unique(cand[cand >= bounds[k + 1]])
+        vupd[k] = direct
+        if len(direct):
+            parent[k] = node_of[direct[0]]
             children[parent[k]].append(k)
     return [(block * v[:, None] + np.arange(block)).ravel() for v in vupd], parent
 
