@@ -9,7 +9,12 @@ Found on 2026-11-23: repeatable under every pip numpy (1.26, 2.4) and under Debi
 numpy 1.24.2 in plain python3, but NOT inside Debian's Blender 3.4.1 with that same numpy
 (runs part at step 24-25 of 40 by the last bit, with OpenBLAS limited to one thread too):
 Continue Bake there matches a bake in one go in the float32 shape keys, not always in the
-float64 solver state.
+float64 solver state.  Traced further (hashing every energy's, solve's and CCD's output): the
+first divergence is the elastic energy of identical positions, and inside that np.log of the
+same array (same address, 64-byte aligned, J near 1 at rest) returns different last bits on a few
+elements from one call to the next, intermittently, also with the process pinned to one core;
+the same np.log calls on the same data loaded from a file in a fresh Blender, or in plain
+python3, are repeatable.
 """
 
 import dataclasses
