@@ -18,7 +18,9 @@ to one size and factored as one stack of dense matrices (``np.linalg.cholesky``
 and ``matmul`` on (g, m, m) arrays).  Assembly and extend-add are one
 ``np.bincount`` per group through index maps computed by the symbolic
 analysis (:class:`Symbolic`), which depends on the pattern only and is
-reused while it stays the same (:class:`SparseCholesky`).
+reused while it stays the same (:class:`SparseCholesky`, whose own state --
+the order and the analysed vertex pairs -- is small: a checkpoint stores it,
+the analysis is rebuilt from it with the same bits).
 
 ``np.linalg.cholesky`` raising on a front means the matrix is not positive
 definite: :class:`NotPositiveDefiniteFront` is raised.
@@ -31,7 +33,7 @@ import numpy as np
 
 from .ordering import edge_graph, nested_dissection, vertex_edges
 
-GROUP_RATIO = 1.4  # nodes of one height share a padded stack while front sizes stay within this ratio
+GROUP_RATIO = 1.4  # bucket width (ratio) of own and update sizes; buckets are then merged by cost
 
 
 class NotPositiveDefiniteFront(np.linalg.LinAlgError):
