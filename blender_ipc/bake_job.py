@@ -20,11 +20,13 @@ from .colliders import (
     read_collider,
     sample_matrices,
 )
-from .common import PLANE_AXES, IPCError, frame_range, sim_dt
+from .common import PLANE_AXES, IPCError, frame_range, matrix_of, sim_dt
 from .reading import (
+    animated_velocity,
     build_scene,
     check_bakeable,
     gather_objects,
+    has_handoff,
     in_blender_words,
     initial_velocity,
     is_obstacle_body,
@@ -124,6 +126,10 @@ class BakeJob:
         # of a bake to the later end frame in one go).
         n_samples = n_steps + 1
         try:
+            before = None  # the bodies' world matrices one frame before the start
+            if has_handoff(scene, self.frame_start):
+                scene.frame_set(self.frame_start - 1)
+                before = [matrix_of(o.matrix_world) for o in self.body_objs]
             scene.frame_set(self.frame_start)
             depsgraph = context.evaluated_depsgraph_get()
             bodies = [read_body(o, plane) for o in self.body_objs]
@@ -145,7 +151,13 @@ class BakeJob:
         times = np.arange(n_samples + 1) * sim_dt(scene)
         materials = [material_of(o) for o in self.body_objs + self.collider_objs]
         velocities = [initial_velocity(o) for o in self.body_objs]
-        solver_scene = build_scene(scene, bodies, colliders, materials, mats, times, shapes, velocities)
+        handoff = None
+        if before is not None:  # the animation's motion at the start frame carries on
+            fps = scene.render.fps / scene.render.fps_base
+            handoff = [animated_velocity(b, m, fps, plane) for b, m in zip(bodies, before, strict=True)]
+        solver_scene = build_scene(
+            scene, bodies, colliders, materials, mats, times, shapes, velocities, handoff
+        )
         frame_mats = mats[: n_steps + 1 : self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 

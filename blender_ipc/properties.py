@@ -127,7 +127,9 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
     initial_velocity: FloatVectorProperty(
         name="Initial Velocity",
         description="Velocity of the body at the start frame, in the simulation plane "
-        "(horizontal, vertical) [m/s]: throws it without keyframes",
+        "(horizontal, vertical) [m/s]: throws it without keyframes. Baked from a later Start "
+        "Frame, a body moved by its animation there carries on with the animation's velocity "
+        "(the motion from the frame before), and this is added to it",
         size=2,
         default=(0.0, 0.0),
         subtype="VELOCITY",
@@ -136,7 +138,8 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
     initial_angular_velocity: FloatProperty(
         name="Initial Spin",
         description="Angular velocity of the body at the start frame about its centre [rad/s], "
-        "counter-clockwise in the plane's view (front for XZ, top for XY)",
+        "counter-clockwise in the plane's view (front for XZ, top for XY). Added to the spin "
+        "an animated body has at a later Start Frame",
         default=0.0,
         soft_min=-100.0,
         soft_max=100.0,
@@ -212,7 +215,9 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
     frame_start: IntProperty(
         name="Start Frame",
         description="First frame of the bake: each body starts from its mesh as modelled, placed "
-        "where its animation puts it at this frame, with its initial velocity; colliders and pins "
+        "where its animation puts it at this frame, moving as its animation moves it there (after "
+        "the scene's first frame: the motion from the frame before) plus its Initial Velocity and "
+        "Spin; colliders and pins "
         "follow their animation from this frame on. Frames before it are not changed by the bake "
         "(the bodies show their meshes there)",
         default=1,

@@ -356,6 +356,26 @@ def initial_velocity(obj):
     return (float(s.initial_velocity[0]), float(s.initial_velocity[1])), float(s.initial_angular_velocity)
 
 
+def has_handoff(scene, frame_start: int) -> bool:
+    """Whether a bake from frame_start takes over the bodies' animated motion: from any frame
+    after the scene's first one (at the scene's first frame there is no previous frame)."""
+    return frame_start > scene.frame_start
+
+
+def animated_velocity(body: BodyInput, before: np.ndarray, fps: float, plane: str):
+    """The velocity [m/s] (k, 2) of the body's solver vertices that its object's animation has at
+    the start frame: (position at the start frame - position one frame before) x fps, in the
+    plane; None when the body does not move there. before: the object's world matrix (4, 4) one
+    frame before the start. A body's evaluated mesh is its mesh data posed by that matrix (the
+    add-on refuses modifiers and foreign shape keys; an earlier IPC bake is not an input)."""
+    u, v, _ = PLANE_AXES[plane]
+    prev = transform(before, body.local_rest.astype(np.float64))
+    step = (body.world_rest - prev)[body.used][:, [u, v]]
+    if not step.any():
+        return None
+    return step * fps
+
+
 def _spin(x, tris, linear, omega):
     """Vertex velocities (n, 2) of a rigid motion: linear at the body's centre of area, turning
     at omega about it; None when the body starts at rest."""
@@ -377,10 +397,13 @@ def build_scene(
     times: np.ndarray,
     shapes=None,
     velocities=None,
+    handoff=None,
 ) -> Scene:
     """mats: (T, n_bodies + n_colliders, 4, 4) sampled matrices, bodies first; shapes: sampled
     world vertices (T, n, 3) of the deforming colliders by their index in mats; velocities:
-    per body its initial (linear (2,), angular) velocity, see :func:`initial_velocity`."""
+    per body its initial (linear (2,), angular) velocity, see :func:`initial_velocity`; handoff:
+    per body the velocity of its animation at the start frame ((k, 2) or None, see
+    :func:`animated_velocity`), to which the initial velocity is added."""
     shapes = shapes or {}
     u, v, _ = PLANE_AXES[scene.ipc.plane]
     solver_bodies = []
@@ -391,6 +414,9 @@ def build_scene(
             pins = (Pin(b.pinned.copy(), times, project(mats[:, j], local, (u, v))),)
         x = b.world_rest[b.used][:, [u, v]]
         velocity = _spin(x, b.triangles, *velocities[j]) if velocities else None
+        animated = handoff[j] if handoff else None
+        if animated is not None:
+            velocity = animated if velocity is None else animated + velocity
         solver_bodies.append(Body(b.name, x, b.triangles, materials[j], velocity=velocity, pins=pins))
     solver_colliders = []
     for j, c in enumerate(colliders):

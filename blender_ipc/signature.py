@@ -9,7 +9,7 @@ import bpy
 import numpy as np
 
 from .common import fcurves_of, frame_range, local_coords, matrix_of
-from .reading import is_obstacle_body, obstacles
+from .reading import has_handoff, is_obstacle_body, obstacles
 
 _TRANSFORM_CHANNELS = (
     "location",
@@ -160,6 +160,9 @@ def _settings_items(scene) -> list[tuple[str, str]]:
         ("the frame rate", f"{scene.render.fps}/{scene.render.fps_base}"),
         ("the scene gravity", f"{tuple(scene.gravity)}{scene.use_gravity}"),
     ]
+    start = frame_range(scene)[0]
+    if has_handoff(scene, start):  # the bodies' keys etc. are in "the animation of ..."
+        items.append(("the start frame's animated velocity", f"frames {start - 1}-{start}"))
     return items
 
 
