@@ -26,6 +26,7 @@ is base64 of those bytes.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import importlib
 import io
@@ -55,7 +56,11 @@ def source_hash(directory: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-SOLVER_BUILD = source_hash(Path(__file__).parent)
+@functools.cache
+def solver_build() -> str:
+    """This solver's :func:`source_hash`, computed on first use (only checkpoints need it, not
+    importing the solver)."""
+    return source_hash(Path(__file__).parent)
 
 
 class OtherSolverVersion(SolverInputError):
@@ -78,7 +83,7 @@ class Checkpoint:
 
     def to_bytes(self) -> bytes:
         arrays = {
-            "meta": np.array([FORMAT, str(VERSION), self.fingerprint, SOLVER_BUILD]),
+            "meta": np.array([FORMAT, str(VERSION), self.fingerprint, solver_build()]),
             "step_index": np.array(self.step_index, np.int64),
             "time": np.array(self.time, np.float64),
             "x": np.ascontiguousarray(self.x, np.float64),
@@ -102,7 +107,7 @@ class Checkpoint:
                 meta = [str(s) for s in z["meta"]]
                 if meta[:2] != [FORMAT, str(VERSION)]:
                     raise SolverInputError(f"checkpoint: unknown format {meta[:2]}")
-                if meta[3:4] != [SOLVER_BUILD]:
+                if meta[3:4] != [solver_build()]:
                     raise OtherSolverVersion(
                         "checkpoint: taken by another version of the solver; continuing it would "
                         "not give the steps of a simulation run in one go"

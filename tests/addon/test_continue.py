@@ -375,13 +375,13 @@ def test_a_bake_stored_by_another_solver_version_is_refused_and_nothing_changes(
     _scene(end=6)
     assert bpy.ops.ipc.bake() == {"FINISHED"}
     checkpoint = harness.sub("solver.checkpoint")
-    build = checkpoint.SOLVER_BUILD
+    build = checkpoint.solver_build
     before = _full_snapshot()
-    checkpoint.SOLVER_BUILD = "0123456789abcdef"  # as if the add-on had been updated since
+    checkpoint.solver_build = lambda: "0123456789abcdef"  # as if the add-on had been updated since
     try:
         text = _refused(frame_end=9)
     finally:
-        checkpoint.SOLVER_BUILD = build
+        checkpoint.solver_build = build
     assert "made by another version of the add-on" in text and "bake it again" in text, text
     assert _full_snapshot() == before
     assert bpy.ops.ipc.continue_bake(frame_end=9) == {"FINISHED"}
