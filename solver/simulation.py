@@ -31,7 +31,6 @@ from .validate import check_initial_geometry
 PENALTY_START = 1e3  # penalty stiffness relative to the vertex mass (IP units)
 PENALTY_GROWTH = 10.0
 PENALTY_ROUNDS = 4
-GUESS_MIN_MOVE = 2.0  # try the inertial initial guess only for moves above this * dhat
 
 
 @dataclass(frozen=True)
@@ -214,7 +213,7 @@ class Simulation:
             k_pen = PENALTY_START
             fixed, penalized = self._kinematic_masks(pending)
             ip = self._potential(consts, penalized, k_pen)
-            x, cs, energy = self._initial_guess(ip, x, x_tilde)
+            x, cs, energy = self._initial_guess(ip, x, x_prev + h * self.v, x_tilde, fric_cs)
         total_iters, min_alpha, rounds = 0, 1.0, 0
         converged, message = False, ""
         while True:
@@ -289,23 +288,48 @@ class Simulation:
             self.model, StepConstants(penalized=penalized, k_pen=k_pen, **consts), self.timers
         )
 
-    def _initial_guess(self, ip, x, x_tilde):
-        """Start Newton at x_tilde (the inertia-only optimum, moved only as far
-        as it stays feasible) when that has lower energy than x: in free flight
-        Newton then converges at once, at rest it keeps x.  Returns the start,
-        a contact set covering it (or None) and its energy (or None)."""
-        dx = x_tilde - x
-        dx[self.model.is_collider] = 0.0
+    def _initial_guess(self, ip, x, x_coast, x_tilde, cs_state):
+        """Where Newton starts: every body moved by its velocity (x_coast =
+        x_prev + h v, (N,2)), bodies touching nothing also by gravity (their
+        x_tilde), as far as the move stays feasible (CCD).  Returns the start,
+        a contact set covering it (or None) and its energy (or None).
+
+        Why not x_tilde for all: in contact, the gravity term h^2 g presses
+        every resting vertex into its support and Newton spends iterations
+        reopening the squeezed log barriers.  Why not x_prev (no move): a
+        contact creeping in steady friction (compression under a ceiling)
+        then starts each step at zero slip and climbs the static branch of
+        the friction mollifier again, where Newton halves its distance to a
+        nearly saturated force per iteration; from x_coast it starts near
+        the slip it had.  Measured in docs/solver.md ("Where Newton starts").
+        """
+        m = self.model
+        target = np.where(self._touching_bodies(cs_state)[m.owner][:, None], x_coast, x_tilde)
+        dx = target - x
+        dx[m.is_collider] = 0.0
         dx[self.kin_vertices] = 0.0
-        if np.abs(dx).max(initial=0.0) <= GUESS_MIN_MOVE * self.params.dhat:
-            # Newton's first iteration from x covers so small an inertial move;
-            # the guess's CCD and two energies would cost more than they save
+        if not np.any(dx):
             return x, None, None
         alpha, cs = self._feasible_step(x, dx)
         guess = x + alpha * dx
-        e_guess, e_x = ip.value(guess, cs), ip.value(x, cs)
-        # cs was swept from x to x + alpha dx: it holds every pair within dhat of either
-        return (guess, cs, e_guess) if e_guess < e_x else (x, cs, e_x)
+        # cs was swept from x to the guess: it holds every pair within dhat of it
+        return guess, cs, ip.value(guess, cs)
+
+    def _touching_bodies(self, cs_state):
+        """(n_owners,) bool: bodies with a vertex within dhat of another body,
+        a collider or a half-plane at the state (cs_state: contact set there)."""
+        m, dhat = self.model, self.params.dhat
+        touching = np.zeros(m.n, bool)
+        if len(cs_state):
+            _, d2 = cs_state.cases_and_distance_sq(cs_state.gather(self.x))
+            touching[cs_state.idx[d2 < dhat * dhat].ravel()] = True
+        pts, pl = plane_pairs(m)
+        if len(pts):
+            d = np.einsum("ni,ni->n", self.x[pts] - m.plane_point[pl], m.plane_normal[pl])
+            touching[pts[d < dhat]] = True
+        owners = np.zeros(int(m.owner.max(initial=-1)) + 1, bool)
+        owners[m.owner[touching]] = True
+        return owners
 
     def _kinematic_masks(self, pending):
         m = self.model

@@ -36,16 +36,17 @@ def test_free_fall_matches_implicit_euler_closed_form():
         assert np.isclose(traj.times[k], k * h)
 
 
-def slope_scene(theta, mu, dhat=1e-3, eps_v=1e-4, E=1e6, side=0.1):
+def slope_scene(theta, mu, dhat=1e-3, eps_v=1e-4, E=1e6, side=0.1, gap=1.5):
     """Half-plane through the origin rising at angle theta (outward normal
-    (-sin, cos)); a square block, bottom face parallel to the slope, 1.5 dhat
-    above it (contact-free at the start, within reach after a short drop).
-    Same mu on block and slope, so the pair coefficient is mu."""
-    v, t = grid_square(side, 2, (0.0, 0.5 * side + 1.5 * dhat), angle=theta)
+    (-sin, cos)); a square block, bottom face parallel to the slope, gap * dhat
+    above it (1.5: contact-free at the start, within reach after a short drop;
+    below 1: resting in contact).  Same mu on block and slope, so the pair
+    coefficient is mu."""
+    v, t = grid_square(side, 2, (0.0, 0.5 * side + gap * dhat), angle=theta)
     # grid_square rotates about the centre; rotate the centre too so the bottom face
-    # is 1.5 dhat from the slope line
+    # is gap * dhat from the slope line
     c, s = math.cos(theta), math.sin(theta)
-    centre = np.array([0.0, 0.5 * side + 1.5 * dhat])
+    centre = np.array([0.0, 0.5 * side + gap * dhat])
     v = v - centre + np.array([[c, -s], [s, c]]) @ centre
     normal = (-s, c)
     mat = Material(E=E, nu=0.3, density=1000.0, mu=mu)

@@ -37,9 +37,9 @@ def test_force_imbalance_is_net_over_acting_plus_weight():
 THETA = math.radians(35.0)
 
 
-def _slope(newton_tol, force_tol, theta=THETA, mu=0.2, eps_v=1e-4):
+def _slope(newton_tol, force_tol, theta=THETA, mu=0.2, eps_v=1e-4, gap=1.5):
     """test_analytic's block on a slope, with the Newton tolerances under test."""
-    scene = slope_scene(theta, mu, eps_v=eps_v)
+    scene = slope_scene(theta, mu, eps_v=eps_v, gap=gap)
     params = dataclasses.replace(scene.params, newton_tol=newton_tol, force_tol=force_tol)
     return dataclasses.replace(scene, params=params), np.array([math.cos(theta), math.sin(theta)])
 
@@ -53,15 +53,17 @@ def _speed_after(scene, tangent, steps):
 
 def test_a_tiny_step_in_the_static_friction_zone_does_not_stop_newton():
     """Issue 11: with newton_tol = 1e-2 >> eps_v = 1e-4 the step-size test alone
-    stops Newton in the stiff static zone and the block never slides (the
-    check below fails with force_tol effectively off); the force test keeps
-    Newton going until the 56 N of unbalanced force are gone."""
-    scene, tangent = _slope(newton_tol=1e-2, force_tol=1e-3)
+    stops Newton in the stiff static zone, and a block released at rest in
+    contact slides more than 10 % too slowly (the check below fails with
+    force_tol effectively off; before Newton started from the coasting motion
+    the block never slid at all); the force test keeps Newton going until
+    the 56 N of unbalanced force are gone."""
+    scene, tangent = _slope(newton_tol=1e-2, force_tol=1e-3, gap=0.5)
     a = 9.81 * (math.sin(math.radians(35.0)) - 0.2 * math.cos(math.radians(35.0)))
     v = _speed_after(scene, tangent, 60)
-    assert v == pytest.approx(a * 0.6, rel=0.1)  # slides (landing takes a few steps)
-    frozen, _ = _slope(newton_tol=1e-2, force_tol=1e30)
-    assert _speed_after(frozen, tangent, 60) < 0.01 * a * 0.6  # the old test: stuck
+    assert v == pytest.approx(a * 0.6, rel=0.05)  # slides from the first step
+    frozen, _ = _slope(newton_tol=1e-2, force_tol=1e30, gap=0.5)
+    assert _speed_after(frozen, tangent, 60) < 0.9 * a * 0.6  # the old test: held back
 
 
 def test_non_convergence_message_names_both_tolerances():
@@ -138,3 +140,17 @@ def test_converged_iterates_balance_their_forces_and_skip_the_checking_solve(mon
     # small (measured: 271 for 244 iterations in 60 solves; 304 when every solve
     # ended on a direction computed only to measure its step)
     assert directions[0] < iterations + 3 * len(results) // 4, (directions[0], iterations, len(results))
+
+
+def test_newton_starts_from_the_coasting_motion():
+    """Bodies touching nothing start at x_tilde, where Newton converges at once
+    (the old start skipped moves under 2 dhat and needed an iteration); bodies
+    in contact start at x + h v, so a contact creeping under the ceiling does
+    not climb the static friction branch from zero slip every step (from x:
+    4.2 iterations per step over steps 100-300, from x + h v: 2.5)."""
+    from solver.examples import compressing_squares
+
+    sim = Simulation(compressing_squares(n_seg=2))
+    iters = [sim.step().newton_iters for _ in range(300)]
+    assert iters[:20] == [0] * 20  # falling freely
+    assert np.mean(iters[100:]) < 3.0
