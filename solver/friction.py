@@ -165,3 +165,18 @@ def slip_reversals(fs, disp, step, eps):
     u0 = _slip(fs, disp)
     u1 = _slip(fs, disp + step)
     return (np.abs(u0) >= eps) & (u0 * u1 < 0.0)
+
+
+def zero_slip_fraction(fs, disp, step, eps):
+    """(n,) fraction of the step at which each contact's slip reaches zero,
+    for contacts sliding (|u| >= eps) that the step reverses; 1 for the others.
+
+    The slip is linear in the displacement, so at that fraction u = 0 exactly.
+    """
+    if len(fs) == 0:
+        return np.ones(0)
+    u0 = _slip(fs, disp)
+    du = _slip(fs, step)
+    reversed_ = (np.abs(u0) >= eps) & (u0 * (u0 + du) < 0.0)
+    # reversed: |du| > |u0| >= eps > 0, so the division is safe
+    return np.where(reversed_, np.abs(u0) / np.where(reversed_, np.abs(du), 1.0), 1.0)

@@ -5,7 +5,8 @@ CCD-filtered backtracking line search.
 from a start x: each iteration solves with the exact Hessian while it is
 positive definite and with the PSD-projected one once it is not (until
 the steps are small again), asks the caller's ``feasible_step`` for the largest
-collision- and inversion-free fraction of the step (CCD), and backtracks
+collision- and inversion-free fraction of the step (CCD), shortens it to
+where a reversed sliding friction contact reaches zero slip, and backtracks
 from there until the energy decreases enough (Armijo).  It stops when the
 step is small AND the forces balance (see :meth:`Newton.solve`).  The
 result is a :class:`NewtonResult`.
@@ -27,6 +28,7 @@ ARMIJO = 1e-4  # sufficient-decrease constant of the backtracking line search
 MIN_ALPHA = 1e-12  # the line search gives up below this step
 STALL = 1e-6  # an accepted step this small (relative to newton_tol) is no progress
 RETRY_EXACT = 10.0  # try the exact Hessian again once |dx|/h < this * newton_tol
+KINK_FLOOR = 0.25  # stop a reversed sliding contact at zero slip only if this much of the step is left
 MAJORIZE_ITERS = 1  # iterations a friction contact is majorized after a step reversed its slip
 
 
@@ -112,6 +114,7 @@ class Newton:
             if it == budget:
                 break
             alpha, cs = self.feasible_step(x, dx)
+            alpha = min(alpha, _kink_step(ip, x, dx))
             with self.timers("line_search"):
                 alpha, trial, energy = backtrack(ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())))
             if speed < p.newton_tol and (alpha is None or alpha * speed < STALL * p.newton_tol):
@@ -188,6 +191,23 @@ class Newton:
                 for m, f in zip(majorize, flips, strict=True)
             )
             return g, T.magnitude, dx, majorize, project
+
+
+def _kink_step(ip, x, dx):
+    """Where the line search starts, as far as friction is concerned: the
+    fraction of dx at which the first sliding contact it reverses reaches zero
+    slip, unless that is below KINK_FLOOR (then 1: backtracking decides).
+
+    A sliding contact has no friction curvature (its potential is linear in
+    the slip), so Newton's step sends its slip far across zero, where the
+    force flips; Armijo then halves the whole step several times, and the
+    next step sends it back.  Stopping at zero slip puts the contact in the
+    static zone, whose curvature the next Newton step sees.  When many
+    contacts reverse at once (a pile landing) the first of them would hold
+    every body to a tiny step, so a fraction below the floor is ignored.
+    """
+    alpha = ip.zero_slip_step(x, dx)
+    return alpha if alpha >= KINK_FLOOR else 1.0
 
 
 def backtrack(ip, x, dx, alpha, cs, energy, slope):

@@ -149,6 +149,19 @@ class IncrementalPotential:
                 T.add_gradient_at(fs.dofs.ravel(), h2 * friction.gradient(fs, disp, c.eps))
         return T
 
+    def zero_slip_step(self, x, dx):
+        """Largest fraction (<= 1) of the step dx that carries no sliding
+        friction contact's slip past zero (see friction.zero_slip_fraction)."""
+        c = self.c
+        disp = x - c.x_prev
+        return min(
+            (
+                float(friction.zero_slip_fraction(fs, disp, dx, c.eps).min(initial=1.0))
+                for fs in (c.pair_friction, c.plane_friction)
+            ),
+            default=1.0,
+        )
+
     def slip_reversals(self, x, dx):
         """Per friction set, (n,) bool of sliding contacts the step dx reverses."""
         c = self.c

@@ -143,6 +143,36 @@ def test_slip_reversals_flags_only_sliding_contacts_sent_across_zero():
     assert friction.slip_reversals(FrictionSet.empty(1), disp, step, eps).shape == (0,)
 
 
+def test_zero_slip_fraction_stops_reversed_sliding_contacts_at_zero_slip():
+    eps = 1e-3
+    t = np.array([[0.6, 0.8]] * 4)
+    fs = FrictionSet(np.arange(4)[:, None], t, np.ones(4))
+    # slips u0 = 3, 3, 0.5, -2 (x eps); steps du = -4, -2, -1, 2.5 (x eps)
+    disp = np.outer([3.0, 3.0, 0.5, -2.0], t[0]) * eps
+    step = np.outer([-4.0, -2.0, -1.0, 2.5], t[0]) * eps
+    frac = friction.zero_slip_fraction(fs, disp, step, eps)
+    np.testing.assert_allclose(frac, [0.75, 1.0, 1.0, 0.8])
+    # at that fraction the reversed contacts' slip is zero
+    u = friction._slip(fs, disp + frac[:, None] * step)
+    np.testing.assert_allclose(u[[0, 3]], 0.0, atol=1e-18)
+    assert friction.zero_slip_fraction(FrictionSet.empty(1), disp, step, eps).shape == (0,)
+
+
+def test_the_line_search_stops_at_the_first_zero_slip_unless_below_the_floor():
+    from solver import newton
+
+    class Stub:
+        def __init__(self, alpha):
+            self.alpha = alpha
+
+        def zero_slip_step(self, x, dx):
+            return self.alpha
+
+    assert newton._kink_step(Stub(0.6), None, None) == 0.6
+    assert newton._kink_step(Stub(newton.KINK_FLOOR), None, None) == newton.KINK_FLOOR
+    assert newton._kink_step(Stub(0.5 * newton.KINK_FLOOR), None, None) == 1.0
+
+
 def _weights_ref(model_edges, x, n):
     w = np.zeros(n)
     for a, b in model_edges:
