@@ -161,10 +161,11 @@ class Newton:
         solution, and each failed try costs a factorization).
         Friction contacts whose slip the step would reverse get their
         majorizing curvature phi'(|u|)/|u| for the next MAJORIZE_ITERS
-        iterations: the exact friction Hessian is blind to the kink at zero
-        slip and sends such contacts back and forth.  Only briefly: once
-        sliding, the majorizer (mu lambda / |u|) is far stiffer than the exact
-        curvature (zero) and Newton would crawl towards the slip.
+        iterations (for as long as the Hessian stays projected): the exact
+        friction Hessian is blind to the kink at zero slip and sends such
+        contacts back and forth.  Only briefly once the exact Hessian is back:
+        once sliding, the majorizer (mu lambda / |u|) is far stiffer than the
+        exact curvature (zero) and Newton would crawl towards the slip.
         """
         p = self.params
         while True:
@@ -185,12 +186,20 @@ class Newton:
             # contacts this step sends across zero slip are majorized from the
             # next iteration on (re-solving at once cost more iterations on the
             # compressing squares, and factorizations on piles)
-            flips = ip.slip_reversals(x, dx)
-            majorize = tuple(
-                np.where(f, MAJORIZE_ITERS, np.maximum(m - 1, 0))
-                for m, f in zip(majorize, flips, strict=True)
-            )
+            majorize = next_majorize(majorize, ip.slip_reversals(x, dx), project)
             return g, T.magnitude, dx, majorize, project
+
+
+def next_majorize(majorize, flips, project):
+    """Per friction set, (n,) iterations each contact stays majorized after
+    this one: MAJORIZE_ITERS for the contacts this step reverses (flips, (n,)
+    bool), one fewer for the others; while the Hessian is projected (far from
+    the solution, where Newton converges only linearly anyway) a contact once
+    reversed stays majorized: dropping it lets it flip back and forth."""
+    return tuple(
+        np.where(f, MAJORIZE_ITERS, np.where(project & (m > 0), m, np.maximum(m - 1, 0)))
+        for m, f in zip(majorize, flips, strict=True)
+    )
 
 
 def _kink_step(ip, x, dx):

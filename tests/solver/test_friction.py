@@ -173,6 +173,17 @@ def test_the_line_search_stops_at_the_first_zero_slip_unless_below_the_floor():
     assert newton._kink_step(Stub(0.5 * newton.KINK_FLOOR), None, None) == 1.0
 
 
+def test_reversed_contacts_stay_majorized_while_the_hessian_is_projected():
+    from solver.newton import MAJORIZE_ITERS, next_majorize
+
+    majorize = (np.array([0, 1, 1, 0]), np.array([1]))
+    flips = (np.array([True, False, False, False]), np.array([False]))
+    exact = next_majorize(majorize, flips, project=False)
+    assert exact[0].tolist() == [MAJORIZE_ITERS, 0, 0, 0] and exact[1].tolist() == [0]
+    projected = next_majorize(majorize, flips, project=True)
+    assert projected[0].tolist() == [MAJORIZE_ITERS, 1, 1, 0] and projected[1].tolist() == [1]
+
+
 def _weights_ref(model_edges, x, n):
     w = np.zeros(n)
     for a, b in model_edges:
