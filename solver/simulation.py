@@ -28,6 +28,10 @@ from .potential import IncrementalPotential, StepConstants
 from .profiling import Timers
 from .validate import check_initial_geometry
 
+# Newton's steps (and the start) stop where a closing gap has this fraction of
+# its length left: a contact squeezed harder costs iterations of the log
+# barrier reopening it about x2 each (docs/solver.md, "Newton on piles")
+CCD_GAP_KEPT = 0.3
 PENALTY_START = 1e3  # penalty stiffness relative to the vertex mass (IP units)
 PENALTY_GROWTH = 10.0
 PENALTY_ROUNDS = 4
@@ -374,11 +378,14 @@ class Simulation:
         pe = ~cs.pp
         if pe.any():
             st = cs.idx[pe]
-            toi = ccd.point_edge_step(x[st], dx[st])
+            toi = ccd.point_edge_step(x[st], dx[st], eta=CCD_GAP_KEPT)
             alpha = min(alpha, float(toi.min()))
         pts, pl = plane_pairs(m)
         if len(pts):
-            alpha = min(alpha, ccd.half_plane_step(x[pts], dx[pts], m.plane_point[pl], m.plane_normal[pl]))
+            alpha = min(
+                alpha,
+                ccd.half_plane_step(x[pts], dx[pts], m.plane_point[pl], m.plane_normal[pl], eta=CCD_GAP_KEPT),
+            )
         return alpha
 
     def _finish_step(self, x, x_prev, target, iters, converged, min_alpha, message, t_start, cs, vertex=-1):

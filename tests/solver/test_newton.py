@@ -54,16 +54,16 @@ def _speed_after(scene, tangent, steps):
 def test_a_tiny_step_in_the_static_friction_zone_does_not_stop_newton():
     """Issue 11: with newton_tol = 1e-2 >> eps_v = 1e-4 the step-size test alone
     stops Newton in the stiff static zone, and a block released at rest in
-    contact slides more than 10 % too slowly (the check below fails with
-    force_tol effectively off; before Newton started from the coasting motion
-    the block never slid at all); the force test keeps Newton going until
-    the 56 N of unbalanced force are gone."""
+    contact slides 9 % too slowly (the check below fails with force_tol
+    effectively off; before Newton started from the coasting motion the
+    block never slid at all); the force test keeps Newton going until the
+    56 N of unbalanced force are gone."""
     scene, tangent = _slope(newton_tol=1e-2, force_tol=1e-3, gap=0.5)
     a = 9.81 * (math.sin(math.radians(35.0)) - 0.2 * math.cos(math.radians(35.0)))
     v = _speed_after(scene, tangent, 60)
     assert v == pytest.approx(a * 0.6, rel=0.05)  # slides from the first step
     frozen, _ = _slope(newton_tol=1e-2, force_tol=1e30, gap=0.5)
-    assert _speed_after(frozen, tangent, 60) < 0.9 * a * 0.6  # the old test: held back
+    assert _speed_after(frozen, tangent, 60) < 0.95 * a * 0.6  # the old test: held back
 
 
 def test_non_convergence_message_names_both_tolerances():
@@ -154,3 +154,23 @@ def test_newton_starts_from_the_coasting_motion():
     iters = [sim.step().newton_iters for _ in range(300)]
     assert iters[:20] == [0] * 20  # falling freely
     assert np.mean(iters[100:]) < 3.0
+
+
+def test_newton_steps_keep_part_of_each_closing_gap():
+    """CCD stops Newton's steps (and its start) where a closing gap has
+    CCD_GAP_KEPT of its length left: squeezed harder, the log barrier costs
+    iterations to reopen it."""
+    from solver.examples import free_fall
+    from solver.scene import HalfPlane
+    from solver.simulation import CCD_GAP_KEPT
+
+    scene = free_fall()
+    lowest = float(np.min(scene.bodies[0].vertices[:, 1]))
+    gap = 0.01
+    ground = HalfPlane(point=(0.0, lowest - gap), normal=(0.0, 1.0), mu=0.0, name="ground")
+    sim = Simulation(dataclasses.replace(scene, half_planes=(ground,)))
+    x = sim.x.copy()
+    dx = np.zeros_like(x)
+    dx[:, 1] = -2.0 * gap  # twice the gap towards the ground
+    alpha = sim._ccd_step(x, dx, sim._contact_set(x, x + dx))
+    assert alpha == pytest.approx((1.0 - CCD_GAP_KEPT) * gap / (2.0 * gap), rel=1e-12)
