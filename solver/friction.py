@@ -159,12 +159,9 @@ def _hessian_at(fs, u, eps, project, majorize):
 
 
 def slip_reversals(fs, disp, step, eps):
-    """(n,) bool: contacts sliding (|u| >= eps) whose slip the step reverses."""
-    if len(fs) == 0:
-        return np.zeros(0, bool)
-    u0 = _slip(fs, disp)
-    u1 = _slip(fs, disp + step)
-    return (np.abs(u0) >= eps) & (u0 * u1 < 0.0)
+    """(n,) bool: contacts sliding (|u| >= eps) whose slip the step reverses
+    (exactly those whose slip reaches zero before the step's end)."""
+    return zero_slip_fraction(fs, disp, step, eps) < 1.0
 
 
 def zero_slip_fraction(fs, disp, step, eps):

@@ -155,11 +155,8 @@ class IncrementalPotential:
         c = self.c
         disp = x - c.x_prev
         return min(
-            (
-                float(friction.zero_slip_fraction(fs, disp, dx, c.eps).min(initial=1.0))
-                for fs in (c.pair_friction, c.plane_friction)
-            ),
-            default=1.0,
+            float(friction.zero_slip_fraction(fs, disp, dx, c.eps).min(initial=1.0))
+            for fs in (c.pair_friction, c.plane_friction)
         )
 
     def slip_reversals(self, x, dx):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ccd, elasticity
+from . import barrier, ccd, elasticity
 from . import checkpoint as _checkpoint
 from .assembly import Triplets
 from .collider_check import collider_status
@@ -182,7 +182,7 @@ class Simulation:
             blocked[st[bad].ravel()] = True
         pts, pl = plane_pairs(m)
         if len(pts):
-            d = np.einsum("ni,ni->n", x[pts] + dx[pts] - m.plane_point[pl], m.plane_normal[pl])
+            d = barrier.plane_distance(x[pts] + dx[pts], m.plane_point[pl], m.plane_normal[pl])
             blocked[pts[d <= 0.1 * p.dhat]] = True
         return blocked
 
@@ -329,7 +329,7 @@ class Simulation:
             touching[cs_state.idx[d2 < dhat * dhat].ravel()] = True
         pts, pl = plane_pairs(m)
         if len(pts):
-            d = np.einsum("ni,ni->n", self.x[pts] - m.plane_point[pl], m.plane_normal[pl])
+            d = barrier.plane_distance(self.x[pts], m.plane_point[pl], m.plane_normal[pl])
             touching[pts[d < dhat]] = True
         owners = np.zeros(int(m.owner.max(initial=-1)) + 1, bool)
         owners[m.owner[touching]] = True
@@ -434,9 +434,7 @@ class Simulation:
         st = self._state_stencils = cs.idx[~cs.pp]
         d = np.sqrt(case_and_distance_sq(x[st])[1]) if len(st) else np.zeros(0)
         pts, pl = plane_pairs(m)
-        dp = (
-            np.einsum("ni,ni->n", x[pts] - m.plane_point[pl], m.plane_normal[pl]) if len(pts) else np.zeros(0)
-        )
+        dp = barrier.plane_distance(x[pts], m.plane_point[pl], m.plane_normal[pl])  # (0,) without planes
         alld = np.concatenate([d, dp])
         return (float(alld.min()) if len(alld) else np.inf), int(np.sum(alld < p.dhat))
 
