@@ -302,8 +302,9 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
         default=1e-3,
         min=1e-9,
         precision=5,
-        description="Newton stops only when every vertex's net force is below this fraction "
-        "of the forces acting on it (at least its weight): 1e-3 balances forces to 0.1 %",
+        description="Newton stops only when every body's net force and torque are below this "
+        "fraction of its weight plus inertial force (1e-3: its motion is right to 0.1 % of g), "
+        "and every vertex's net force below 10 times this fraction of the forces acting on it",
     )
     max_newton_iters: IntProperty(
         name="Max Newton Iterations",

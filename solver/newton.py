@@ -30,6 +30,7 @@ STALL = 1e-6  # an accepted step this small (relative to newton_tol) is no progr
 RETRY_EXACT = 10.0  # try the exact Hessian again once |dx|/h < this * newton_tol
 KINK_FLOOR = 0.25  # stop a reversed sliding contact at zero slip only if this much of the step is left
 MAJORIZE_ITERS = 1  # iterations a friction contact is majorized after a step reversed its slip
+VERTEX_SLACK = 10.0  # each vertex balances to this times force_tol (1 %), each body to force_tol
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ class Newton:
                 failed = "linear solve produced non-finite values"
                 return NewtonResult(x, False, it, min_alpha, failed, cs, _largest_step(dx))
             speed = np.abs(dx).max() / p.dt
-            imbalance = force_imbalance(g, acting, ip, self.g_ref)
+            imbalance = force_imbalance(g, acting, ip, x, self.g_ref)
             if speed < p.newton_tol and imbalance <= p.force_tol:
                 return NewtonResult(x, True, it, min_alpha, "", cs)
             if it == budget:
@@ -145,7 +146,7 @@ class Newton:
         """Whether the forces at x balance (force_imbalance <= force_tol)."""
         T = ip.gradient(x, cs)
         g = np.where(fixed_dof, 0.0, T.grad)
-        return force_imbalance(g, T.magnitude, ip, self.g_ref) <= self.params.force_tol
+        return force_imbalance(g, T.magnitude, ip, x, self.g_ref) <= self.params.force_tol
 
     def _direction(self, ip, x, cs, fixed_dof, majorize, project):
         """Newton step: (g (2N,) it was solved with, the magnitude (2N,) of
@@ -233,7 +234,18 @@ def backtrack(ip, x, dx, alpha, cs, energy, slope):
     return None, None, energy
 
 
-def force_imbalance(g, acting, ip, g_ref):
+def force_imbalance(g, acting, ip, x, g_ref):
+    """How far the forces at x are from balance, in units of force_tol [-]:
+    the larger of :func:`vertex_imbalance` / VERTEX_SLACK and
+    :func:`body_imbalance`.  At most force_tol means every body's net force
+    and torque balance to force_tol of its weight plus inertial force, and
+    every vertex's forces to VERTEX_SLACK * force_tol of those acting on it.
+    g (2N,): gradient (fixed DOFs zeroed); acting (2N,): magnitudes of its
+    terms; x (N, 2): where g was evaluated."""
+    return max(vertex_imbalance(g, acting, ip, g_ref) / VERTEX_SLACK, body_imbalance(g, ip, x, g_ref))
+
+
+def vertex_imbalance(g, acting, ip, g_ref):
     """Largest net force on a vertex relative to the forces acting on it [-].
 
     g (2N,): gradient of the incremental potential, h^2 times the net force
@@ -247,3 +259,34 @@ def force_imbalance(g, acting, ip, g_ref):
     net = np.hypot(g[0::2], g[1::2])
     scale = np.hypot(acting[0::2], acting[1::2]) + c.pen_mass * g_ref * c.h * c.h
     return float(np.max(net / scale, initial=0.0))
+
+
+def body_imbalance(g, ip, x, g_ref):
+    """Largest net force or net torque on a body relative to its weight plus
+    its inertial force [-] (the error of its rigid motion).
+
+    Per vertex, s_i = m_i (g_ref h^2 + |x_i - x~_i|) (weight plus the
+    inertia term m (a - g) h^2, in the IP's units); per body, with c the
+    s-weighted centroid and r_i = x_i - c: |sum g_i| / sum s_i and
+    |sum r_i x g_i| / sum |r_i| s_i.  Internal forces (elasticity) cancel in
+    these sums, so a body pressed hard still has to move right to a fraction
+    of g: the acceleration of its centre is off by at most that fraction of
+    g + |a - g|.  g (2N,) (fixed DOFs zeroed), x (N, 2).
+    """
+    m, c = ip.m, ip.c
+    body = m.body_of
+    nb = len(m.body_slices)
+    if nb == 0:
+        return 0.0
+    on = body >= 0
+    b, xb = body[on], x[on]
+    gx, gy = g[0::2][on], g[1::2][on]
+    s = (m.mass * (g_ref * c.h * c.h + np.hypot(*(x - c.x_tilde).T)))[on]
+    total = np.bincount(b, s, nb)
+    force = np.hypot(np.bincount(b, gx, nb), np.bincount(b, gy, nb))
+    centre = np.stack([np.bincount(b, s * xb[:, k], nb) for k in (0, 1)], axis=1) / total[:, None]
+    r = xb - centre[b]
+    torque = np.abs(np.bincount(b, r[:, 0] * gy - r[:, 1] * gx, nb))
+    lever = np.bincount(b, np.hypot(r[:, 0], r[:, 1]) * s, nb)
+    # a body shrunk to a point has no lever: its torque is zero too
+    return float(max(np.max(force / total), np.max(torque / np.where(lever > 0.0, lever, 1.0))))

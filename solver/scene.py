@@ -124,10 +124,12 @@ class SimParams:
     eps_v: friction smoothing velocity [m/s].
     newton_tol: Newton converges when ||dx||_inf / dt < newton_tol [m/s] and
         the forces balance (force_tol).
-    force_tol: ... and when every vertex's net force is below force_tol times
-        the forces acting on it (at least its weight) [-]: a Newton step can
-        be tiny while a large force is unbalanced (static friction, stiff
-        contact), so the step size alone cannot tell convergence.
+    force_tol: ... and when every body's net force and torque are below
+        force_tol times its weight plus inertial force, and every vertex's
+        net force below VERTEX_SLACK (10) times force_tol times the forces
+        acting on it [-]: a Newton step can be tiny while a large force is
+        unbalanced (static friction, stiff contact), so the step size alone
+        cannot tell convergence (see newton.force_imbalance).
     max_newton_iters: iteration cap per step (per penalty round).
     gravity: (2,) [m/s^2].
     strict: raise ConvergenceError when a step does not converge; otherwise

@@ -12,7 +12,7 @@ from test_analytic import slope_scene
 
 from solver import Scene, SimParams, Simulation
 from solver.assembly import Triplets
-from solver.newton import force_imbalance
+from solver.newton import VERTEX_SLACK, body_imbalance, force_imbalance, vertex_imbalance
 
 
 def test_triplets_magnitude_sums_the_absolute_terms():
@@ -23,15 +23,70 @@ def test_triplets_magnitude_sums_the_absolute_terms():
     np.testing.assert_allclose(T.magnitude, [5.0, 8.0, 0.0, 0.5])
 
 
-def test_force_imbalance_is_net_over_acting_plus_weight():
+def test_vertex_imbalance_is_net_over_acting_plus_weight():
     h, g_ref = 0.01, 9.81
     mass = np.array([2.0, 3.0])
     ip = types.SimpleNamespace(c=types.SimpleNamespace(h=h, pen_mass=mass))
     g = np.array([3.0, 4.0, 0.0, 1e-9])  # net forces 5 and 1e-9 (IP units)
     acting = np.array([30.0, 40.0, 0.0, 0.0])  # 50 acting on vertex 0, nothing on vertex 1
     expected = max(5.0 / (50.0 + 2.0 * g_ref * h * h), 1e-9 / (3.0 * g_ref * h * h))
-    assert force_imbalance(g, acting, ip, g_ref) == pytest.approx(expected, rel=1e-12)
-    assert force_imbalance(np.zeros(4), acting, ip, g_ref) == 0.0
+    assert vertex_imbalance(g, acting, ip, g_ref) == pytest.approx(expected, rel=1e-12)
+    assert vertex_imbalance(np.zeros(4), acting, ip, g_ref) == 0.0
+
+
+def _two_bodies(h=0.01):
+    """A namespace standing in for an IncrementalPotential: body 0 = vertices
+    0-2, body 1 = vertices 3-4, vertex 5 a collider; x = x~ (free flight), so
+    each body vertex's scale is its weight, s_i = m_i g h^2."""
+    x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [5.0, 0.0], [7.0, 0.0], [9.0, 9.0]])
+    mass = np.array([1.0, 2.0, 3.0, 1.0, 1.0, 0.0])
+    model = types.SimpleNamespace(
+        body_of=np.array([0, 0, 0, 1, 1, -1]), body_slices=(slice(0, 3), slice(3, 5)), mass=mass
+    )
+    consts = types.SimpleNamespace(h=h, pen_mass=np.where(mass > 0, mass, 1.0), x_tilde=x.copy())
+    return types.SimpleNamespace(m=model, c=consts), x
+
+
+def test_body_imbalance_sees_net_forces_and_torques_not_internal_ones():
+    h, g_ref = 0.01, 9.81
+    ip, x = _two_bodies(h)
+    w = g_ref * h * h  # s_i / m_i
+    g = np.zeros(12)
+    # internal forces of body 1 (equal and opposite along the line joining its
+    # vertices) and any force on the collider vertex do not count
+    g[6:10] = [4.0, 0.0, -4.0, 0.0]
+    g[10:12] = [100.0, 100.0]
+    assert body_imbalance(g, ip, x, g_ref) == pytest.approx(0.0, abs=1e-15)
+    # a net force on body 0: |F| / sum of m g h^2, and its torque about the
+    # mass-weighted centre (s_i = m_i g h^2 here) over sum |r_i| s_i
+    g[0:2] = [3e-4, 4e-4]
+    force_ratio = 5e-4 / (6.0 * w)
+    mass0 = np.array([1.0, 2.0, 3.0])
+    r = x[:3] - mass0 @ x[:3] / 6.0
+    torque_ratio = abs(r[0, 0] * 4e-4 - r[0, 1] * 3e-4) / (np.hypot(r[:, 0], r[:, 1]) @ mass0 * w)
+    assert body_imbalance(g, ip, x, g_ref) == pytest.approx(max(force_ratio, torque_ratio), rel=1e-12)
+    # a pure couple on body 1 (vertices 3 and 4, 2 m apart): no net force, torque 2 * 1e-4
+    g[:] = 0.0
+    g[6:10] = [0.0, -1e-4, 0.0, 1e-4]
+    assert body_imbalance(g, ip, x, g_ref) == pytest.approx(2e-4 / (2.0 * w), rel=1e-12)
+
+
+def test_force_imbalance_lets_a_vertex_off_by_the_slack_but_not_a_body():
+    """Each vertex may be out of balance by VERTEX_SLACK * force_tol of what
+    acts on it, the body as a whole only by force_tol: residuals that do not
+    cancel within the body are a wrong motion of the body."""
+    h, g_ref, tol = 0.01, 9.81, 1e-3
+    ip, x = _two_bodies(h)
+    acting = np.zeros(12)
+    acting[0::2] = ip.m.mass * g_ref * h * h * 100.0  # pressed: 100 weights act on each vertex
+    f = 5e-3 * 100 * g_ref * h * h  # 0.5 % of what acts on a vertex of body 1
+    g = np.zeros(12)
+    g[6:10] = [f, 0.0, -f, 0.0]  # equal and opposite along the body's axis: internal
+    assert vertex_imbalance(g, acting, ip, g_ref) == pytest.approx(5e-3 * 100 / (100 + 1), rel=1e-9)
+    assert force_imbalance(g, acting, ip, x, g_ref) <= tol  # 0.5 % locally, nothing for the body
+    g[8] = f  # now both push the same way: body 1 is pushed by 0.5 % of 100 weights each
+    assert vertex_imbalance(g, acting, ip, g_ref) / VERTEX_SLACK <= tol
+    assert force_imbalance(g, acting, ip, x, g_ref) > tol
 
 
 THETA = math.radians(35.0)
@@ -135,7 +190,7 @@ def test_converged_iterates_balance_their_forces_and_skip_the_checking_solve(mon
     for solver, ip, fixed, res in converged:
         T = ip.gradient_hessian(res.x, res.contacts)
         g = np.where(np.repeat(fixed, 2), 0.0, T.grad)
-        assert force_imbalance(g, T.magnitude, ip, solver.g_ref) <= sim.params.force_tol
+        assert force_imbalance(g, T.magnitude, ip, res.x, solver.g_ref) <= sim.params.force_tol
     # a direction per iteration, and one more only where the last step was not
     # small (measured: 271 for 244 iterations in 60 solves; 304 when every solve
     # ended on a direction computed only to measure its step)
