@@ -158,12 +158,6 @@ def _hessian_at(fs, u, eps, project, majorize):
     return c[:, None, None] * (fs.w[:, :, None] * fs.w[:, None, :])
 
 
-def slip_reversals(fs, disp, step, eps):
-    """(n,) bool: contacts sliding (|u| >= eps) whose slip the step reverses
-    (exactly those whose slip reaches zero before the step's end)."""
-    return zero_slip_fraction(fs, disp, step, eps) < 1.0
-
-
 def zero_slip_fraction(fs, disp, step, eps):
     """(n,) fraction of the step at which each contact's slip reaches zero,
     for contacts sliding (|u| >= eps) that the step reverses; 1 for the others.

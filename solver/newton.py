@@ -34,6 +34,25 @@ VERTEX_SLACK = 10.0  # each vertex balances to this times force_tol (1 %), each 
 
 
 @dataclass(frozen=True)
+class Direction:
+    """One Newton direction and what was learnt computing it.
+
+    g (2N,): the gradient it was solved with (fixed DOFs zeroed); acting
+    (2N,): the magnitudes of g's terms; dx (N,2): the step; majorize: per
+    friction set, (n,) iterations each contact stays majorized; project:
+    whether the Hessian was PSD-projected; zero_slip: per friction set, (n,)
+    fraction of dx at which each sliding contact it reverses reaches zero
+    slip (1: not reversed)."""
+
+    g: np.ndarray
+    acting: np.ndarray
+    dx: np.ndarray
+    majorize: tuple
+    project: bool
+    zero_slip: tuple
+
+
+@dataclass(frozen=True)
 class NewtonResult:
     """Outcome of one Newton solve.
 
@@ -100,7 +119,8 @@ class Newton:
         majorize = (np.zeros(len(ip.c.pair_friction), int), np.zeros(len(ip.c.plane_friction), int))
         project = False  # exact Hessian until it fails to be positive definite
         for it in range(budget + 1):
-            g, acting, dx, majorize, project = self._direction(ip, x, cs, fixed_dof, majorize, project)
+            d = self._direction(ip, x, cs, fixed_dof, majorize, project)
+            g, dx, majorize, project = d.g, d.dx, d.majorize, d.project
             if project and np.abs(dx).max() / p.dt < RETRY_EXACT * p.newton_tol:
                 # near the solution the exact Hessian is often definite again, and
                 # projected Newton would only converge linearly to the force test
@@ -109,13 +129,13 @@ class Newton:
                 failed = "linear solve produced non-finite values"
                 return NewtonResult(x, False, it, min_alpha, failed, cs, _largest_step(dx))
             speed = np.abs(dx).max() / p.dt
-            imbalance = force_imbalance(g, acting, ip, x, self.g_ref)
+            imbalance = force_imbalance(g, d.acting, ip, x, self.g_ref)
             if speed < p.newton_tol and imbalance <= p.force_tol:
                 return NewtonResult(x, True, it, min_alpha, "", cs)
             if it == budget:
                 break
             alpha, cs = self.feasible_step(x, dx)
-            alpha = min(alpha, _kink_step(ip, x, dx))
+            alpha = min(alpha, _kink_step(d.zero_slip))
             with self.timers("line_search"):
                 alpha, trial, energy = backtrack(ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())))
             if speed < p.newton_tol and (alpha is None or alpha * speed < STALL * p.newton_tol):
@@ -148,9 +168,8 @@ class Newton:
         g = np.where(fixed_dof, 0.0, T.grad)
         return force_imbalance(g, T.magnitude, ip, x, self.g_ref) <= self.params.force_tol
 
-    def _direction(self, ip, x, cs, fixed_dof, majorize, project):
-        """Newton step: (g (2N,) it was solved with, the magnitude (2N,) of
-        the forces making up g, dx (N,2), majorize, project).
+    def _direction(self, ip, x, cs, fixed_dof, majorize, project) -> Direction:
+        """Newton step (a :class:`Direction`).
 
         The exact Hessian is tried first: near a solution in compression or
         sliding contact its negative-curvature parts matter, and clamping them
@@ -181,14 +200,15 @@ class Newton:
             except NotPositiveDefinite:
                 project = True
                 continue
-            if not np.all(np.isfinite(dx)):
-                return g, T.magnitude, dx.reshape(-1, 2), majorize, project
             dx = dx.reshape(-1, 2)
+            if not np.all(np.isfinite(dx)):
+                return Direction(g, T.magnitude, dx, majorize, project, ())
             # contacts this step sends across zero slip are majorized from the
             # next iteration on (re-solving at once cost more iterations on the
             # compressing squares, and factorizations on piles)
-            majorize = next_majorize(majorize, ip.slip_reversals(x, dx), project)
-            return g, T.magnitude, dx, majorize, project
+            zero_slip = ip.zero_slip_fractions(x, dx)
+            majorize = next_majorize(majorize, tuple(f < 1.0 for f in zero_slip), project)
+            return Direction(g, T.magnitude, dx, majorize, project, zero_slip)
 
 
 def next_majorize(majorize, flips, project):
@@ -203,10 +223,12 @@ def next_majorize(majorize, flips, project):
     )
 
 
-def _kink_step(ip, x, dx):
+def _kink_step(zero_slip):
     """Where the line search starts, as far as friction is concerned: the
-    fraction of dx at which the first sliding contact it reverses reaches zero
-    slip, unless that is below KINK_FLOOR (then 1: backtracking decides).
+    fraction of the step at which the first sliding contact it reverses
+    reaches zero slip (zero_slip: per friction set, (n,) fractions, see
+    :class:`Direction`), unless that is below KINK_FLOOR (then 1:
+    backtracking decides).
 
     A sliding contact has no friction curvature (its potential is linear in
     the slip), so Newton's step sends its slip far across zero, where the
@@ -216,7 +238,7 @@ def _kink_step(ip, x, dx):
     contacts reverse at once (a pile landing) the first of them would hold
     every body to a tiny step, so a fraction below the floor is ignored.
     """
-    alpha = ip.zero_slip_step(x, dx)
+    alpha = min((float(f.min(initial=1.0)) for f in zero_slip), default=1.0)
     return alpha if alpha >= KINK_FLOOR else 1.0
 
 

@@ -149,22 +149,14 @@ class IncrementalPotential:
                 T.add_gradient_at(fs.dofs.ravel(), h2 * friction.gradient(fs, disp, c.eps))
         return T
 
-    def zero_slip_step(self, x, dx):
-        """Largest fraction (<= 1) of the step dx that carries no sliding
-        friction contact's slip past zero (see friction.zero_slip_fraction)."""
-        c = self.c
-        disp = x - c.x_prev
-        return min(
-            float(friction.zero_slip_fraction(fs, disp, dx, c.eps).min(initial=1.0))
-            for fs in (c.pair_friction, c.plane_friction)
-        )
-
-    def slip_reversals(self, x, dx):
-        """Per friction set, (n,) bool of sliding contacts the step dx reverses."""
+    def zero_slip_fractions(self, x, dx):
+        """Per friction set (pairs, planes), (n,) fraction of the step dx at
+        which each sliding contact it reverses reaches zero slip, 1 for the
+        others (see friction.zero_slip_fraction): below 1 marks a reversal."""
         c = self.c
         disp = x - c.x_prev
         return tuple(
-            friction.slip_reversals(fs, disp, dx, c.eps) for fs in (c.pair_friction, c.plane_friction)
+            friction.zero_slip_fraction(fs, disp, dx, c.eps) for fs in (c.pair_friction, c.plane_friction)
         )
 
     def _barrier_terms(self, T, x, cs, project=True):
