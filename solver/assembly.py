@@ -83,6 +83,8 @@ class Triplets:
 
 def eliminate_fixed(rows, cols, vals, fixed_mask):
     """Replace the rows and columns of fixed DOFs by identity."""
+    if not fixed_mask.any():  # the common case: no copy of the (large) triplets
+        return rows, cols, vals
     keep = ~(fixed_mask[rows] | fixed_mask[cols])
     fixed = np.flatnonzero(fixed_mask)
     return (
