@@ -6,9 +6,10 @@ from a start x: each iteration solves with the exact Hessian while it is
 positive definite and with the PSD-projected one once it is not (until
 the steps are small again), asks the caller's ``feasible_step`` for the largest
 collision- and inversion-free fraction of the step (CCD), shortens it to
-where a reversed sliding friction contact reaches zero slip, and backtracks
-from there until the energy decreases enough (Armijo).  It stops when the
-step is small AND the forces balance (see :meth:`Newton.solve`).  The
+where a reversed sliding friction contact reaches zero slip (on the exact
+Hessian), and backtracks from there until the energy decreases enough
+(Armijo).  It stops when the step is small AND the forces balance (see
+:meth:`Newton.solve`).  The
 result is a :class:`NewtonResult`.
 """
 
@@ -135,7 +136,7 @@ class Newton:
             if it == budget:
                 break
             alpha, cs = self.feasible_step(x, dx)
-            alpha = min(alpha, _kink_step(d.zero_slip))
+            alpha = _line_search_start(alpha, d.zero_slip, project)
             with self.timers("line_search"):
                 alpha, trial, energy = backtrack(ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())))
             if speed < p.newton_tol and (alpha is None or alpha * speed < STALL * p.newton_tol):
@@ -222,6 +223,18 @@ def next_majorize(majorize, flips, project):
         np.where(f, MAJORIZE_ITERS, np.where(project & (m > 0), m, np.maximum(m - 1, 0)))
         for m, f in zip(majorize, flips, strict=True)
     )
+
+
+def _line_search_start(alpha, zero_slip, project):
+    """Where the line search starts: alpha (the feasible step, from CCD),
+    shortened to the zero-slip stop (:func:`_kink_step`) unless Newton is
+    on the projected Hessian.  There a contact once reversed stays
+    majorized (its model already stops it at zero slip), so the stop would
+    only catch the first contact reversing anew and hold every body to its
+    zero slip, far from the solution: measured, the pile's compression
+    steps 45.0 -> 40.7 iterations, its first 60 steps 19.72 -> 19.05
+    (docs/solver.md)."""
+    return alpha if project else min(alpha, _kink_step(zero_slip))
 
 
 def _kink_step(zero_slip):

@@ -167,6 +167,11 @@ def test_the_line_search_stops_at_the_first_zero_slip_unless_below_the_floor():
     assert newton._kink_step(fractions(newton.KINK_FLOOR)) == newton.KINK_FLOOR
     assert newton._kink_step(fractions(0.5 * newton.KINK_FLOOR)) == 1.0
     assert newton._kink_step((np.ones(0), np.ones(0))) == 1.0  # no friction contacts
+    # the line search starts at the feasible step, shortened to the zero slip on
+    # the exact Hessian only (on the projected one reversed contacts stay majorized)
+    assert newton._line_search_start(0.8, fractions(0.6), project=False) == 0.6
+    assert newton._line_search_start(0.5, fractions(0.6), project=False) == 0.5
+    assert newton._line_search_start(0.8, fractions(0.6), project=True) == 0.8
 
 
 def test_reversed_contacts_stay_majorized_while_the_hessian_is_projected():
