@@ -85,14 +85,6 @@ class Model:
         return len(self.rest)
 
     @cached_property
-    def body_of(self):
-        """(N,) index of the body each vertex belongs to, -1 for collider vertices."""
-        out = np.full(self.n, -1, np.int64)
-        for i, s in enumerate(self.body_slices):
-            out[s] = i
-        return out
-
-    @cached_property
     def plane_pairs(self):
         """All (body boundary vertex, plane) combinations: (pts (n,), plane ids (n,))."""
         H = len(self.plane_point)

@@ -228,10 +228,12 @@ def next_majorize(majorize, flips, project):
 def _line_search_start(alpha, zero_slip, project):
     """Where the line search starts: alpha (the feasible step, from CCD),
     shortened to the zero-slip stop (:func:`_kink_step`) unless Newton is
-    on the projected Hessian.  There a contact once reversed stays
-    majorized (its model already stops it at zero slip), so the stop would
-    only catch the first contact reversing anew and hold every body to its
-    zero slip, far from the solution: measured, the pile's compression
+    on the projected Hessian (project: whether it stays there, i.e. the
+    step was projected and is not yet small enough to retry the exact one).
+    There a contact once reversed stays majorized (its model already stops
+    it at zero slip), so the stop would only catch the first contact
+    reversing anew and hold every body to its zero slip, far from the
+    solution: measured, the pile's compression
     steps 45.0 -> 40.7 iterations, its first 60 steps 19.72 -> 19.05
     (docs/solver.md)."""
     return alpha if project else min(alpha, _kink_step(zero_slip))
@@ -310,12 +312,11 @@ def body_imbalance(g, ip, x, g_ref):
     g + |a - g|.  g (2N,) (fixed DOFs zeroed), x (N, 2).
     """
     m, c = ip.m, ip.c
-    body = m.body_of
     nb = len(m.body_slices)
     if nb == 0:
         return 0.0
-    on = body >= 0
-    b, xb = body[on], x[on]
+    on = ~m.is_collider  # body vertices: their owner (bodies come first) is their body
+    b, xb = m.owner[on], x[on]
     gx, gy = g[0::2][on], g[1::2][on]
     s = (m.mass * (g_ref * c.h * c.h + np.hypot(*(x - c.x_tilde).T)))[on]
     total = np.bincount(b, s, nb)

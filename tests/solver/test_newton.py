@@ -41,7 +41,10 @@ def _two_bodies(h=0.01):
     x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [5.0, 0.0], [7.0, 0.0], [9.0, 9.0]])
     mass = np.array([1.0, 2.0, 3.0, 1.0, 1.0, 0.0])
     model = types.SimpleNamespace(
-        body_of=np.array([0, 0, 0, 1, 1, -1]), body_slices=(slice(0, 3), slice(3, 5)), mass=mass
+        owner=np.array([0, 0, 0, 1, 1, 2]),
+        is_collider=np.array([False] * 5 + [True]),
+        body_slices=(slice(0, 3), slice(3, 5)),
+        mass=mass,
     )
     consts = types.SimpleNamespace(h=h, pen_mass=np.where(mass > 0, mass, 1.0), x_tilde=x.copy())
     return types.SimpleNamespace(m=model, c=consts), x
