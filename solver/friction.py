@@ -1,4 +1,4 @@
-"""Semi-implicit (lagged) smooth friction, seeds 000/001/003.
+"""Semi-implicit (lagged) smoothed friction, after seeds 000/001/003.
 
 At the start of a step, for every contact closer than dhat, the normal force
 magnitude lambda, the contact normal n (hence the tangent t) and the
@@ -11,9 +11,19 @@ and the friction potential is ``D = sum_k lambda_k phi_k(|u_k|)``.  With a
 single coefficient mu, ``phi = mu f0`` with the mollifier (eps = eps_v h, a
 displacement)::
 
-    f0(y) = -y^3/(3 eps^2) + y^2/eps + eps/3   for y < eps,   y otherwise
-    f1 = f0' = 2y/eps - y^2/eps^2 (y < eps),   1 otherwise
-    f0''     = 2/eps - 2y/eps^2   (y < eps),   0 otherwise   (>= 0: PSD)
+    f0(y) = y^2/(2 eps) + eps/2   for y < eps,   y otherwise
+    f1 = f0' = y/eps   (y < eps),   1 otherwise
+    f0''     = 1/eps   (y < eps),   0 otherwise   (>= 0: PSD)
+
+i.e. below the slip speed eps_v the friction force grows linearly with the
+slip (a contact using a fraction c < 1 of its friction limit creeps at
+c eps_v), above it it is mu lambda.  Seed 000's mollifier is the quadratic
+f1 = 2y/eps - y^2/eps^2 instead (f0 C^2); its curvature vanishes at y = eps,
+so for a contact near its friction limit the force balance has a double root
+there and Newton only halves its distance to it per iteration.  The linear
+f1 keeps f0 C^1 (forces continuous, the Hessian jumps at y = eps) and is
+quadratic on each side, where Newton is exact: measured in docs/solver.md
+("Friction's static zone").
 
 With a static coefficient mu_s != mu_k the force magnitude phi' is mu_s f1
 while sticking (y < eps), blends linearly to mu_k over [eps, 2 eps] and stays
@@ -71,17 +81,17 @@ class FrictionSet:
 
 def f0(y, eps):
     y = np.abs(y)
-    return np.where(y < eps, -(y**3) / (3 * eps * eps) + y * y / eps + eps / 3.0, y)
+    return np.where(y < eps, y * y / (2.0 * eps) + eps / 2.0, y)
 
 
 def f1(y, eps):
     y = np.abs(y)
-    return np.where(y < eps, 2 * y / eps - y * y / (eps * eps), 1.0)
+    return np.where(y < eps, y / eps, 1.0)
 
 
 def f0_d2(y, eps):
     y = np.abs(y)
-    return np.where(y < eps, 2.0 / eps - 2.0 * y / (eps * eps), 0.0)
+    return np.where(y < eps, 1.0 / eps, 0.0)
 
 
 def tangent_weights(gamma, tangent):

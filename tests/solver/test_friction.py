@@ -1,4 +1,4 @@
-"""Semi-implicit friction: mollifier against the seed formulas, gradient and
+"""Semi-implicit friction: mollifier against its formulas, gradient and
 Hessian of synthetic and real (pair + half-plane) friction sets against
 central differences in the |u| < eps and |u| > eps regions, PSD projection,
 and the frozen normal force / tangent / friction coefficient."""
@@ -19,28 +19,36 @@ from solver.model import build_model
 
 def f0_ref(y, eps):
     y = abs(y)
-    return -(y**3) / (3 * eps**2) + y**2 / eps + eps / 3 if y < eps else y
+    return y**2 / (2 * eps) + eps / 2 if y < eps else y
 
 
 def f1_ref(y, eps):
     y = abs(y)
-    return 2 * y / eps - y**2 / eps**2 if y < eps else 1.0
+    return y / eps if y < eps else 1.0
 
 
-def test_mollifier_matches_seed_and_is_c1():
+def test_mollifier_matches_its_formulas_and_is_c1():
     eps = 1e-3
     for y in np.linspace(-3 * eps, 3 * eps, 61):
         assert math.isclose(friction.f0(np.array([y]), eps)[0], f0_ref(y, eps), rel_tol=1e-12, abs_tol=1e-18)
         assert math.isclose(friction.f1(np.array([y]), eps)[0], f1_ref(y, eps), rel_tol=1e-12, abs_tol=1e-18)
-    # continuity of f0, f1 and f0'' at y = eps; f1 = d f0 / dy
-    for fn in (friction.f0, friction.f1, friction.f0_d2):
+    # f0 and f1 (the force) are continuous at y = eps; f1 = d f0 / dy and f0'' = d f1 / dy
+    for fn in (friction.f0, friction.f1):
         lo, hi = fn(np.array([eps * (1 - 1e-9)]), eps)[0], fn(np.array([eps * (1 + 1e-9)]), eps)[0]
-        assert abs(lo - hi) < 1e-6 * (2.0 / eps)  # 2/eps: the largest value of f0''
-    y = np.linspace(0.01, 2.9, 40) * eps
+        assert abs(lo - hi) < 1e-6
+    y = np.concatenate([np.linspace(0.01, 0.99, 20), np.linspace(1.01, 2.9, 20)]) * eps
     h = 1e-9
     assert np.allclose(
         (friction.f0(y + h, eps) - friction.f0(y - h, eps)) / (2 * h), friction.f1(y, eps), atol=1e-6
     )
+    assert np.allclose(
+        (friction.f1(y + h, eps) - friction.f1(y - h, eps)) / (2 * h), friction.f0_d2(y, eps), rtol=1e-6
+    )
+    # the Coulomb limit: the force reaches mu lambda at slip eps and stays there, and
+    # below it a contact using a fraction c of its limit slips c eps
+    assert friction.f1(np.array([eps]), eps)[0] == 1.0
+    for c in (0.1, 0.5, 0.9):
+        assert math.isclose(friction.f1(np.array([c * eps]), eps)[0], c, rel_tol=1e-12)
 
 
 def synthetic_set(rng, n, k, mu_static):
