@@ -5,7 +5,9 @@ time steps an artist picks most (100 Hz, 4 substeps at 24 fps) and both
 friction smoothings (eps_v = 1e-4 and 1e-3 m/s).
 
 * a block on a slope slides with a = g (sin theta - mu cos theta) (within
-  2 %) when tan theta > mu and creeps less than eps_v t when it sticks;
+  2 %) when tan theta > mu; when it sticks it creeps less than eps_v t, and
+  at (tan theta / mu) eps_v once settled (within 2 %): the static friction
+  force grows linearly with the slip speed up to mu lambda at eps_v;
 * a block pushed along flat ground stops after the implicit-Euler distance
   (within 2 %);
 * a stack of three squares rests with a ground reaction equal to its weight
@@ -34,6 +36,7 @@ STEPS = (0.01, 1.0 / 96.0)  # 100 Hz; 24 fps x 4 substeps
 SMOOTHING = (1e-4, 1e-3)
 THETAS = (20.0, 35.0, 50.0)
 MUS = (0.1, 0.2, 0.5)
+STICKING = [(th, mu) for th in THETAS for mu in MUS if math.tan(math.radians(th)) < mu]
 
 
 GAP = 1.5 * SimParams().dhat  # the blocks start this far above what they land on
@@ -129,15 +132,31 @@ def test_slope_sliding_acceleration_within_2_percent(theta, mu, dt, eps_v):
 
 @pytest.mark.parametrize("dt", STEPS)
 @pytest.mark.parametrize("eps_v", SMOOTHING)
-@pytest.mark.parametrize(
-    "theta, mu", [(th, mu) for th in THETAS for mu in MUS if math.tan(math.radians(th)) < mu]
-)
+@pytest.mark.parametrize("theta, mu", STICKING)
 def test_slope_sticking_drifts_less_than_eps_v_t(theta, mu, dt, eps_v):
     track = slope_track(theta, mu, dt, eps_v)
     settled = round(0.2 / dt)
     t = dt * (len(track) - settled)
     # smooth static friction lets a stuck block creep below eps_v
     assert np.abs(track[settled:] - track[settled]).max() < eps_v * t
+
+
+def creep_speed(theta_deg, mu, dt, eps_v):
+    """Down-slope speed of a sticking block over the last 0.1 s of slope_track [m/s]."""
+    track = slope_track(theta_deg, mu, dt, eps_v)
+    last = round(0.1 / dt)
+    return float(track[-1 - last] - track[-1]) / (last * dt)
+
+
+@pytest.mark.parametrize("dt", STEPS)
+@pytest.mark.parametrize("eps_v", SMOOTHING)
+@pytest.mark.parametrize("theta, mu", STICKING)
+def test_slope_sticking_creeps_at_the_static_law(theta, mu, dt, eps_v):
+    # below eps_v the friction force is mu lambda |v| / eps_v: holding the block
+    # (m g sin theta against mu m g cos theta) takes |v| = (tan theta / mu) eps_v
+    assert STICKING
+    expected = math.tan(math.radians(theta)) / mu * eps_v
+    assert creep_speed(theta, mu, dt, eps_v) == pytest.approx(expected, rel=0.02)
 
 
 @pytest.mark.parametrize("dt", STEPS)
@@ -174,7 +193,12 @@ def _tables():
                         drift = np.abs(track[k:] - track[k]).max()
                         limit = eps_v * dt * (len(track) - k)
                         row = f"| {th:g} | {mu:g} | {dt:.4g} | {eps_v:g}"
-                        print(f"{row} | sticks: drift {drift:.2e} m | < {limit:.1e} m | |")
+                        creep, law = creep_speed(th, mu, dt, eps_v), math.tan(math.radians(th)) / mu * eps_v
+                        print(
+                            f"{row} | sticks: drift {drift:.2e} m, creep {creep:.4e} m/s "
+                            f"| < {limit:.1e} m, (tan/mu) eps_v {law:.4e} m/s "
+                            f"| {100 * (creep / law - 1):+.2f} % |"
+                        )
     print("\n| mu | dt | eps_v | distance | implicit Euler | error |\n|---|---|---|---|---|---|")
     for mu in (0.2, 0.5):
         for dt in STEPS:
