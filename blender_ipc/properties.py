@@ -287,7 +287,10 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
         default=1e-3,
         min=1e-8,
         precision=5,
-        description="Friction smoothing velocity [m/s]",
+        description=(
+            "Slip speed below which friction holds [m/s]: a contact using a fraction c of its "
+            "friction limit creeps at c times this speed"
+        ),
     )
     newton_tol: FloatProperty(
         name="Newton Tolerance",

@@ -121,7 +121,9 @@ class SimParams:
         sides), so kappa has units of pressure [Pa].
     formulation: 'original' (sum over point-edge pairs) or 'convergent'
         (duplicate point-point terms subtracted, seed 004).
-    eps_v: friction smoothing velocity [m/s].
+    eps_v: friction smoothing velocity [m/s]: below it the friction force
+        grows linearly with the slip speed, so a contact using a fraction c
+        of its friction limit creeps at c * eps_v.
     newton_tol: Newton converges when ||dx||_inf / dt < newton_tol [m/s] and
         the forces balance (force_tol).
     force_tol: ... and when every body's net force and torque are below
