@@ -48,6 +48,7 @@ STAGES = (
     ("broad_phase", "broad"),
     ("ccd", "CCD"),
     ("linear_solve", "solve"),
+    ("regime_rounds", "regime"),
     ("line_search", "line srch"),
     ("step_setup", "setup"),
     ("other", "other"),

@@ -99,7 +99,7 @@ def tangent_weights(gamma, tangent):
     return (gamma[:, :, None] * tangent[:, None, :]).reshape(len(gamma), -1)
 
 
-def _slip(fs, dx):
+def slip(fs, dx):
     """Tangential relative displacement u (n,) for displacements dx (N,2)."""
     return np.einsum("ni,ni->n", fs.w, dx.reshape(-1)[fs.dofs])
 
@@ -130,17 +130,17 @@ def _d2phi(y, a, b, eps):
 def value(fs, dx, eps):
     if len(fs) == 0:
         return 0.0
-    return float(np.sum(_phi(_slip(fs, dx), fs.static, fs.mu_lambda, eps)))
+    return float(np.sum(_phi(slip(fs, dx), fs.static, fs.mu_lambda, eps)))
 
 
 def gradient(fs, dx, eps):
     """Per-contact gradients (n, 2k)."""
-    return _gradient_at(fs, _slip(fs, dx), eps)
+    return _gradient_at(fs, slip(fs, dx), eps)
 
 
 def gradient_hessian(fs, dx, eps, project=True, majorize=None):
     """Per-contact gradients (n, 2k) and Hessians (n, 2k, 2k) sharing the slip."""
-    u = _slip(fs, dx)
+    u = slip(fs, dx)
     return _gradient_at(fs, u, eps), _hessian_at(fs, u, eps, project, majorize)
 
 
@@ -151,7 +151,7 @@ def hessian(fs, dx, eps, project=True, majorize=None):
     phi'(|u|)/|u| of the quadratic that majorizes phi(|u|) (phi'(y)/y is
     non-increasing), so a Newton step cannot overshoot their kink at u = 0.
     """
-    return _hessian_at(fs, _slip(fs, dx), eps, project, majorize)
+    return _hessian_at(fs, slip(fs, dx), eps, project, majorize)
 
 
 def _gradient_at(fs, u, eps):
@@ -168,6 +168,31 @@ def _hessian_at(fs, u, eps, project, majorize):
     return c[:, None, None] * (fs.w[:, :, None] * fs.w[:, None, :])
 
 
+def regime(u, eps):
+    """(n,) int8 regime of each slip u (n,): 0 in the static zone (|u| < eps),
+    +1 / -1 sliding forwards / backwards."""
+    return np.where(np.abs(u) < eps, 0, np.sign(u)).astype(np.int8)
+
+
+def piece_force_curvature(fs, sel, u, piece, eps):
+    """The friction energy of the contacts sel (a mask or indices, m of
+    them) on the pieces ``piece`` (m,) (see :func:`regime`), extended to
+    their slips u (m,): (force coefficient, curvature), each (m,), so that
+    the gradient is coefficient * w and the Hessian curvature * w w^T.
+    Static: mu_s lambda u^2 / (2 eps), i.e. (a u / eps, a / eps); sliding
+    with sign s: mu_k lambda s u, i.e. (b s, 0)."""
+    a, b = fs.static[sel], fs.mu_lambda[sel]
+    return np.where(piece == 0, a * u / eps, b * piece), np.where(piece == 0, a / eps, 0.0)
+
+
+def force_curvature(fs, sel, u, eps):
+    """(force coefficient, curvature), each (m,), of the friction energy of
+    the contacts sel at their slips u (m,): gradient coefficient * w,
+    Hessian curvature * w w^T."""
+    a, b = fs.static[sel], fs.mu_lambda[sel]
+    return _dphi(u, a, b, eps) * np.sign(u), _d2phi(u, a, b, eps)
+
+
 def zero_slip_fraction(fs, disp, step, eps):
     """(n,) fraction of the step at which each contact's slip reaches zero,
     for contacts sliding (|u| >= eps) that the step reverses; 1 for the others.
@@ -176,8 +201,8 @@ def zero_slip_fraction(fs, disp, step, eps):
     """
     if len(fs) == 0:
         return np.ones(0)
-    u0 = _slip(fs, disp)
-    du = _slip(fs, step)
+    u0 = slip(fs, disp)
+    du = slip(fs, step)
     reversed_ = (np.abs(u0) >= eps) & (u0 * (u0 + du) < 0.0)
     # reversed: |du| > |u0| >= eps > 0, so the division is safe
     return np.where(reversed_, np.abs(u0) / np.where(reversed_, np.abs(du), 1.0), 1.0)

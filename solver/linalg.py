@@ -119,6 +119,85 @@ def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None)
     return _solve_numpy(rows, cols, vals, rhs, require_pd, ordering or BandOrdering())
 
 
+class Factorization:
+    """The Cholesky factorization A = L L^T of a positive definite matrix.
+
+    solve(b): A^-1 b for b (n,) or (n, r); half(B): L^-1 B (in the
+    factorization's order) for B (n, r), so that B^T A^-1 B = half(B)^T
+    half(B) at half the cost of solve (a low-rank update's small system)."""
+
+    def __init__(self, solve, half):
+        self.solve = solve
+        self.half = half
+
+
+def factorize(rows, cols, vals, n, method="auto", ordering=None):
+    """Factorization of the (n, n) positive definite matrix given by COO
+    triplets, by the solver :func:`solve` would use for it (dense, banded or
+    sparse Cholesky); raises NotPositiveDefinite when it is not."""
+    if method == "auto":
+        method = "scipy" if HAVE_SCIPY else "numpy"
+    ordering = ordering or BandOrdering()
+    if method == "scipy" and not HAVE_SCIPY:
+        raise ImportError("linear_solver='scipy' requested but scipy is not importable")
+    if n <= TINY_DENSE:
+        A = _dense(rows, cols, vals, n)
+        if method == "scipy":
+            c, info = _lapack.dpotrf(A, lower=True, clean=False, overwrite_a=True)
+            if info != 0:
+                raise NotPositiveDefinite("dense Cholesky failed")
+            return Factorization(
+                lambda b: _lapack.dpotrs(c, b, lower=True)[0], lambda B: _lapack.dtrtrs(c, B, lower=1)[0]
+            )
+        try:
+            L = np.linalg.cholesky(A)
+        except np.linalg.LinAlgError:
+            raise NotPositiveDefinite("dense Cholesky failed") from None
+        return Factorization(lambda b: _dense_solve(A, b), lambda B: np.linalg.solve(L, B))
+    if method == "scipy":
+        banded = ordering.banded(rows, cols, n, BAND_FLOPS)
+        if banded:
+            c, info = _lapack.dpbtrf(_band_storage(*banded, vals, n), lower=0, overwrite_ab=True)
+            if info != 0:
+                raise NotPositiveDefinite("banded Cholesky failed")
+            perm, inv = ordering.perm, ordering.inv  # A[perm][:, perm] = U^T U
+            return Factorization(
+                lambda b: _lapack.dpbtrs(c, b[perm], lower=0)[0][inv],
+                lambda B: _lapack.dtbtrs(c, B[perm], uplo="U", trans="T")[0],
+            )
+    try:
+        F = ordering.sparse.factor(rows, cols, vals, n)
+    except NotPositiveDefiniteFront:
+        raise NotPositiveDefinite("sparse Cholesky failed") from None
+    return Factorization(F.solve, F.half)
+
+
+def woodbury_solve(factor, b, W, curvature):
+    """x (n,) with (A + W diag(curvature) W^T) x = b, on the factorization of
+    A (a :class:`Factorization`): W (n, r), curvature (r,) nonzero.  Costs
+    a forward substitution with r right-hand sides and two solves
+    (Woodbury: the small system diag(1/curvature) + W^T A^-1 W).  None when
+    that system is singular."""
+    x = factor.solve(b)
+    if W.shape[1] == 0:
+        return x
+    Y = factor.half(W)
+    try:
+        t = np.linalg.solve(np.diag(1.0 / curvature) + Y.T @ Y, W.T @ x)
+    except np.linalg.LinAlgError:
+        return None
+    return x - factor.solve(W @ t)
+
+
+def _band_storage(pr, pc, band, vals, n):
+    """LAPACK upper band storage ab[band + i - j, j] (band + 1, n) of the
+    triplets permuted to (pr, pc)."""
+    upper = pr <= pc
+    return np.bincount(
+        (band + pr[upper] - pc[upper]) * n + pc[upper], weights=vals[upper], minlength=(band + 1) * n
+    ).reshape(band + 1, n)
+
+
 def _solve_numpy(rows, cols, vals, rhs, require_pd, ordering):
     """numpy only: dense for tiny systems, else the sparse Cholesky; when the
     matrix is not positive definite (and require_pd is off): dense LU up to
@@ -155,11 +234,7 @@ def _solve_scipy(rows, cols, vals, rhs, require_pd, ordering):
         return _not_pd(require_pd, lambda: _dense_solve(_dense(rows, cols, vals, n), rhs))
     banded = ordering.banded(rows, cols, n, BAND_FLOPS)
     if banded:
-        pr, pc, band = banded
-        upper = pr <= pc  # upper triangle, LAPACK band storage ab[band + i - j, j]
-        ab = np.bincount(
-            (band + pr[upper] - pc[upper]) * n + pc[upper], weights=vals[upper], minlength=(band + 1) * n
-        ).reshape(band + 1, n)
+        ab = _band_storage(*banded, vals, n)
         _, y, info = _lapack.dpbsv(ab, rhs[ordering.perm], lower=0, overwrite_ab=True, overwrite_b=True)
         if info == 0:
             return y[ordering.inv]

@@ -8,9 +8,10 @@ the steps are small again), asks the caller's ``feasible_step`` for the largest
 collision- and inversion-free fraction of the step (CCD), shortens it to
 where a reversed sliding friction contact reaches zero slip (on the exact
 Hessian), and backtracks from there until the energy decreases enough
-(Armijo).  It stops when the step is small AND the forces balance (see
-:meth:`Newton.solve`).  The
-result is a :class:`NewtonResult`.
+(Armijo).  An exact step is re-solved with the friction contacts on the
+pieces of their energy it lands them on (:func:`regime_consistent_step`).
+It stops when the step is small AND the forces balance (see
+:meth:`Newton.solve`).  The result is a :class:`NewtonResult`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import friction
 from .assembly import eliminate_fixed
 from .contacts import ContactSet
-from .linalg import BandOrdering, NotPositiveDefinite, solve
+from .linalg import BandOrdering, NotPositiveDefinite, factorize, solve, woodbury_solve
 from .profiling import NullTimers
 
 ARMIJO = 1e-4  # sufficient-decrease constant of the backtracking line search
@@ -32,6 +34,9 @@ RETRY_EXACT = 10.0  # try the exact Hessian again once |dx|/h < this * newton_to
 KINK_FLOOR = 0.25  # stop a reversed sliding contact at zero slip only if this much of the step is left
 MAJORIZE_ITERS = 1  # iterations a friction contact is majorized after a step reversed its slip
 VERTEX_SLACK = 10.0  # each vertex balances to this times force_tol (1 %), each body to force_tol
+REGIME_ROUNDS = 3  # re-solves of an exact step with the friction regimes its end point is in
+REGIME_MAX_CONTACTS = 32  # ... only while at most this many friction curvatures change (rank of the update)
+REGIME_MIN_DOFS = 1000  # ... and only on systems this large (smaller ones factor faster than a round)
 
 
 @dataclass(frozen=True)
@@ -196,7 +201,11 @@ class Newton:
             try:
                 with self.timers("linear_solve"):
                     r, c, v = eliminate_fixed(*T.arrays(), fixed_dof)
-                    dx = solve(r, c, v, -g, p.linear_solver, require_pd=not project, ordering=self.ordering)
+                    if project:
+                        dx = solve(r, c, v, -g, p.linear_solver, ordering=self.ordering)
+                    else:
+                        factor = factorize(r, c, v, len(g), p.linear_solver, self.ordering)
+                        dx = factor.solve(-g)
                 if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
                     raise NotPositiveDefinite("exact Newton step is not a descent direction")
             except NotPositiveDefinite:
@@ -205,12 +214,104 @@ class Newton:
             dx = dx.reshape(-1, 2)
             if not np.all(np.isfinite(dx)):
                 return Direction(g, T.magnitude, dx, majorize, project, ())
+            if not project:
+                with self.timers("regime_rounds"):
+                    dx = regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize)
             # contacts this step sends across zero slip are majorized from the
             # next iteration on (re-solving at once cost more iterations on the
             # compressing squares, and factorizations on piles)
             zero_slip = ip.zero_slip_fractions(x, dx)
             majorize = next_majorize(majorize, tuple(f < 1.0 for f in zero_slip), project)
             return Direction(g, T.magnitude, dx, majorize, project, zero_slip)
+
+
+def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize):
+    """The exact Newton step dx (N, 2) re-solved, up to REGIME_ROUNDS times,
+    with each friction contact modelled on the piece of its energy (static,
+    sliding forwards, sliding backwards: :func:`friction.regime`) that the
+    step's end point puts it in, until no contact changes piece.
+
+    With the linear static zone the friction energy is piecewise quadratic,
+    and Newton's model (the pieces at x) sends contacts across the edges of
+    their pieces; the next iteration then corrects only those.  The pieces
+    differ from the model at x by a rank-1 term per contact whose curvature
+    changes (r of them), so a round costs a forward substitution with r
+    right-hand sides and two solves on the factorization of the Hessian
+    (factor, a :class:`~solver.linalg.Factorization`; Woodbury), not a
+    factorization.  A contact that changes piece twice is modelled static;
+    majorized contacts keep their model.  All or nothing: when a round
+    would change more than REGIME_MAX_CONTACTS curvatures (it would cost
+    more than it saves) or is not a descent direction for the true
+    gradient g (2N,) (the modified Hessian need not be definite), the plain
+    Newton step is returned: a partial correction measured worse than none.
+    After REGIME_ROUNDS rounds the last one's step is kept.
+    """
+    c = ip.c
+    sets = [
+        (fs, m > 0) for fs, m in zip((c.pair_friction, c.plane_friction), majorize, strict=True) if len(fs)
+    ]
+    if not sets or len(g) < REGIME_MIN_DOFS:
+        return dx
+    disp = x - c.x_prev
+    slips = [friction.slip(fs, disp) for fs, _ in sets]
+    at_x = [friction.regime(u, c.eps) for u in slips]
+    pieces = [r.copy() for r in at_x]
+    flips = [np.zeros(len(r), np.int8) for r in at_x]
+    step = dx
+    for _ in range(REGIME_ROUNDS):
+        changed = False
+        for (fs, held), u, piece, flip in zip(sets, slips, pieces, flips, strict=True):
+            lands = friction.regime(u + friction.slip(fs, step), c.eps)
+            moved = (lands != piece) & ~held
+            if moved.any():
+                changed = True
+                flip[moved] += 1
+                piece[moved] = np.where(flip[moved] >= 2, 0, lands[moved])
+        if not changed:
+            return step
+        step = _woodbury_step(ip, g, factor, fixed_dof, sets, slips, at_x, pieces)
+        if step is None or not float(np.dot(g, step)) < 0.0:
+            return dx
+        step = step.reshape(-1, 2)
+    return step
+
+
+def _woodbury_step(ip, g, factor, fixed_dof, sets, slips, at_x, pieces):
+    """The step with the contacts modelled on other pieces (see
+    :func:`piece_update`): (2N,), or None when more than
+    REGIME_MAX_CONTACTS curvatures change or the update is singular."""
+    dg, W, curvature = piece_update(ip.c, len(g), sets, slips, at_x, pieces)
+    free = ~fixed_dof
+    if len(curvature) > REGIME_MAX_CONTACTS:
+        return None
+    return woodbury_solve(factor, -np.where(free, g + dg, 0.0), W * free[:, None], curvature)
+
+
+def piece_update(consts, n, sets, slips, at_x, pieces):
+    """How the incremental potential's gradient and Hessian change when the
+    friction contacts whose piece (pieces, per set (m,)) differs from the
+    one at x (at_x) are modelled on it: (dg (n,), W (n, r), curvature (r,))
+    with the Hessian changed by W diag(curvature) W^T, one column per
+    contact whose curvature changes (h^2-scaled).  sets: (FrictionSet,
+    majorized mask) pairs; slips: their slips at x."""
+    h2 = consts.h * consts.h
+    dg = np.zeros(n)
+    columns, curvatures = [np.zeros((n, 0))], [np.zeros(0)]
+    for (fs, _), u, here, piece in zip(sets, slips, at_x, pieces, strict=True):
+        other = piece != here
+        if not other.any():
+            continue
+        f_piece, c_piece = friction.piece_force_curvature(fs, other, u[other], piece[other], consts.eps)
+        f_here, c_here = friction.force_curvature(fs, other, u[other], consts.eps)
+        w, dofs = fs.w[other], fs.dofs[other]
+        dg += np.bincount(dofs.ravel(), weights=((h2 * (f_piece - f_here))[:, None] * w).ravel(), minlength=n)
+        dc = h2 * (c_piece - c_here)
+        bend = dc != 0.0
+        k = int(bend.sum())
+        flat = (dofs[bend] * k + np.arange(k)[:, None]).ravel()
+        columns.append(np.bincount(flat, weights=w[bend].ravel(), minlength=n * k).reshape(n, k))
+        curvatures.append(dc[bend])
+    return dg, np.concatenate(columns, axis=1), np.concatenate(curvatures)
 
 
 def next_majorize(majorize, flips, project):

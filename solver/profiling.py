@@ -19,6 +19,7 @@ STAGES = (
     "broad_phase",
     "ccd",
     "linear_solve",
+    "regime_rounds",
     "line_search",
     "step_setup",
 )

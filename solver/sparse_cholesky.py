@@ -360,7 +360,9 @@ class Factor:
             self.l21.append(l21)
 
     def solve(self, rhs):
-        """x (n,) with A x = rhs (n,)."""
+        """x with A x = rhs, for rhs (n,) or (n, r) (r right-hand sides at once)."""
+        if rhs.ndim == 2:
+            return self._solve_many(rhs)
         sym = self.sym
         n = sym.n
         w = np.zeros(n + 1)  # position n: the padding's sink, kept at zero
@@ -378,6 +380,46 @@ class Factor:
             w[grp.own] = (np.swapaxes(linv, 1, 2) @ z[:, :, None])[:, :, 0]
             w[n] = 0.0
         return w[sym.inv]
+
+    def _solve_many(self, rhs):
+        """solve for rhs (n, r): the same sweeps with a column per right-hand side."""
+        sym = self.sym
+        w = self._forward(rhs)
+        for grp, linv, l21 in zip(reversed(sym.groups), reversed(self.linv), reversed(self.l21), strict=True):
+            z = w[grp.own]
+            if grp.u:
+                z = z - np.swapaxes(l21, 1, 2) @ w[grp.upd]
+            w[grp.own] = np.swapaxes(linv, 1, 2) @ z
+            w[sym.n] = 0.0
+        return w[sym.inv]
+
+    def half(self, rhs):
+        """L^-1 P rhs (n, r) for rhs (n, r), A = P^T L L^T P: the forward sweep
+        alone, so that rhs^T A^-1 rhs = half^T half."""
+        return self._forward(rhs)[: self.sym.n]
+
+    def _forward(self, rhs):
+        """(n + 1, r) forward sweep of rhs (n, r) in the factorization's order
+        (row n: the padding's sink, zero)."""
+        sym = self.sym
+        n, r = sym.n, rhs.shape[1]
+        w = np.zeros((n + 1, r))
+        w[:n] = rhs[sym.perm]
+        for grp, linv, l21 in zip(sym.groups, self.linv, self.l21, strict=True):
+            y = linv @ w[grp.own]
+            w[grp.own] = y
+            if grp.u:
+                w -= _scatter_rows(grp.upd, l21 @ y, n + 1)
+            w[n] = 0.0
+        return w
+
+
+def _scatter_rows(index, values, n):
+    """(n, r) sums of the rows values (..., r) into the rows index (...) (bincount per
+    column, flattened: one call for every right-hand side)."""
+    r = values.shape[-1]
+    flat = (index[..., None] * r + np.arange(r)).ravel()
+    return np.bincount(flat, weights=values.ravel(), minlength=n * r).reshape(n, r)
 
 
 def _common_prefix(rows, cols, old_rows, old_cols):

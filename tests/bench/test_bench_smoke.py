@@ -35,6 +35,7 @@ STAGES = [
     "broad",
     "CCD",
     "solve",
+    "regime",
     "line srch",
     "setup",
     "other",

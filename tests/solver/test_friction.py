@@ -160,7 +160,7 @@ def test_zero_slip_fraction_stops_reversed_sliding_contacts_at_zero_slip():
     frac = friction.zero_slip_fraction(fs, disp, step, eps)
     np.testing.assert_allclose(frac, [0.75, 1.0, 1.0, 0.8])
     # at that fraction the reversed contacts' slip is zero
-    u = friction._slip(fs, disp + frac[:, None] * step)
+    u = friction.slip(fs, disp + frac[:, None] * step)
     np.testing.assert_allclose(u[[0, 3]], 0.0, atol=1e-18)
     assert friction.zero_slip_fraction(FrictionSet.empty(1), disp, step, eps).shape == (0,)
 
@@ -277,3 +277,38 @@ def test_pair_and_plane_friction_sets_from_a_scene(formulation):
 
             z = disp.ravel()
             assert_close_rel(G(z), fd_gradient(E, z, 1e-7 * eps), 1e-6, "scene friction gradient")
+
+
+@pytest.mark.parametrize("mu_static", [False, True])
+def test_friction_pieces_match_the_energy_on_their_own_piece(mu_static):
+    """regime() names the piece each slip is on (0 static, +-1 sliding); the
+    piece model (force coefficient, curvature) equals the energy's own
+    wherever a slip is on that piece (beyond the static-kinetic blend), and
+    extends it linearly / quadratically elsewhere."""
+    rng = np.random.default_rng(5)
+    eps = 1e-3
+    fs = synthetic_set(rng, 8, 3, mu_static)
+    u = np.array([0.0, 0.3, -0.7, 0.999, 2.5, -2.5, 4.0, -9.0]) * eps
+    piece = friction.regime(u, eps)
+    assert piece.tolist() == [0, 0, 0, 0, 1, -1, 1, -1]
+    everyone = np.ones(len(u), bool)
+    f, c = friction.piece_force_curvature(fs, everyone, u, piece, eps)
+    f_true, c_true = friction.force_curvature(fs, everyone, u, eps)
+    assert np.allclose(f, f_true, rtol=1e-12) and np.allclose(c, c_true, rtol=1e-12)
+    # the gradient is the force coefficient times w (gradient() of the same set)
+    disp = np.zeros((24, 2))
+    for k in range(8):  # one vertex of each stencil moved along w so that its slip is u_k
+        wk = fs.w[k]
+        disp[fs.idx[k, 0]] = u[k] * wk[:2] / (wk[:2] @ wk[:2])
+    assert np.allclose(friction.slip(fs, disp), u)
+    assert np.allclose(friction.gradient(fs, disp, eps), f_true[:, None] * fs.w)
+    # a static slip modelled as sliding: constant force, no curvature; a sliding
+    # one modelled static: the static zone's line and curvature continued
+    f_s, c_s = friction.piece_force_curvature(fs, everyone, u, np.full(8, 1, np.int8), eps)
+    assert np.allclose(f_s, fs.mu_lambda) and not c_s.any()
+    f_0, c_0 = friction.piece_force_curvature(fs, everyone, u, np.zeros(8, np.int8), eps)
+    assert np.allclose(f_0, fs.static * u / eps) and np.allclose(c_0, fs.static / eps)
+    # a subset selects the same contacts' coefficients
+    sel = np.array([1, 4, 6])
+    f_sub, _ = friction.piece_force_curvature(fs, sel, u[sel], piece[sel], eps)
+    assert np.allclose(f_sub, f[sel])

@@ -176,3 +176,46 @@ def test_numpy_path_above_tiny_dense_uses_the_sparse_cholesky_and_detects_indefi
     np.add.at(A2, (rows, cols), vals)
     x = linalg.solve(rows, cols, vals, b, "numpy", ordering=order)  # falls back to the dense LU
     assert np.allclose(A2 @ x, b, rtol=0, atol=1e-8 * np.abs(b).max())
+
+
+@pytest.mark.parametrize("method", ["scipy", "numpy"])
+@pytest.mark.parametrize("path", ["dense", "banded", "sparse"])
+def test_factorize_solves_many_right_hand_sides_and_halves(method, path, monkeypatch):
+    """factorize() on each path: solve(b) = A^-1 b for one or many right-hand
+    sides, half(B)^T half(B) = B^T A^-1 B (the Woodbury update's small
+    system), and NotPositiveDefinite for an indefinite matrix."""
+    rng = np.random.default_rng(11)
+    n = 60 if path == "dense" else 400
+    if path == "sparse":
+        monkeypatch.setattr(linalg, "BAND_FLOPS", 0.0)
+    rows, cols, vals, A = banded_spd_coo(rng, n, 5)
+    F = linalg.factorize(rows, cols, vals, n, method)
+    B = rng.normal(size=(n, 4))
+    scale = np.abs(np.linalg.solve(A, B)).max()
+    assert np.abs(F.solve(B) - np.linalg.solve(A, B)).max() <= 1e-10 * scale
+    assert np.abs(F.solve(B[:, 2]) - np.linalg.solve(A, B[:, 2])).max() <= 1e-10 * scale
+    Y = F.half(B)
+    assert np.allclose(Y.T @ Y, B.T @ np.linalg.solve(A, B), rtol=1e-10, atol=1e-12)
+    k = int(np.flatnonzero(rows == cols)[3])
+    vals = vals.copy()
+    vals[k] = -vals[k]
+    with pytest.raises(linalg.NotPositiveDefinite):
+        linalg.factorize(rows, cols, vals, n, method)
+
+
+@pytest.mark.parametrize("method", ["scipy", "numpy"])
+def test_woodbury_solve_matches_the_updated_matrix(method):
+    """woodbury_solve on A's factorization solves A + W diag(c) W^T, with
+    curvatures of either sign (an update may remove curvature)."""
+    rng = np.random.default_rng(12)
+    n, r = 300, 6
+    rows, cols, vals, A = banded_spd_coo(rng, n, 4)
+    W = np.zeros((n, r))
+    for j in range(r):  # sparse columns, as a friction contact's w
+        W[rng.choice(n, 6, replace=False), j] = rng.normal(size=6)
+    c = rng.uniform(0.1, 0.5, r) * rng.choice([-1.0, 1.0], r)
+    b = rng.normal(size=n)
+    F = linalg.factorize(rows, cols, vals, n, method)
+    x = linalg.woodbury_solve(F, b, W, c)
+    np.testing.assert_allclose(x, np.linalg.solve(A + W @ np.diag(c) @ W.T, b), rtol=1e-9, atol=1e-12)
+    assert np.array_equal(linalg.woodbury_solve(F, b, W[:, :0], c[:0]), F.solve(b))

@@ -93,6 +93,29 @@ def test_random_spd_systems_match_dense_solve(seed, n_vertex, block, density, le
 
 
 @settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_vertex=st.integers(1, 90),
+    block=st.sampled_from([1, 2]),
+    density=st.floats(0.0, 3.0),
+    r=st.integers(1, 5),
+)
+def test_many_right_hand_sides_and_the_forward_half(seed, n_vertex, block, density, r):
+    """solve(B) for B (n, r) equals r single solves; half(B)^T half(B) = B^T A^-1 B."""
+    rng = np.random.default_rng(seed)
+    rows, cols, vals, A = random_spd(rng, n_vertex, block, int(density * n_vertex), 0.0)
+    n = len(A)
+    F = SparseCholesky(leaf=2).factor(rows, cols, vals, n)
+    B = rng.normal(size=(n, r))
+    X = F.solve(B)
+    for j in range(r):
+        np.testing.assert_allclose(X[:, j], F.solve(B[:, j]), rtol=1e-12, atol=1e-14 * np.abs(X).max())
+    assert_solves(A, X, B)
+    Y = F.half(B)
+    np.testing.assert_allclose(Y.T @ Y, B.T @ np.linalg.solve(A, B), rtol=1e-8, atol=1e-10)
+
+
+@settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n_vertex=st.integers(2, 200), density=st.floats(0.5, 4.0))
 def test_nested_dissection_is_an_elimination_tree(seed, n_vertex, density):
     """The order is a permutation, nodes are in postorder, and every edge joins
