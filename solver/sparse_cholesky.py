@@ -56,6 +56,20 @@ class _Group:
         self.g, self.k = own.shape
         self.u = upd.shape[1]
         self.m = self.k + self.u
+        self._update_rows = None
+
+    def update_rows(self):
+        """(rows, order, starts): the distinct update positions of the group,
+        and the permutation and segment starts that sum the (g * u) update
+        rows into them (several fronts of a group update the same ancestor
+        rows).  Computed once, for the forward sweeps with many right-hand
+        sides, where a scatter by bincount would zero (n, r) per group."""
+        if self._update_rows is None:
+            flat = self.upd.ravel()
+            order = np.argsort(flat, kind="stable")
+            rows, starts = np.unique(flat[order], return_index=True)
+            self._update_rows = (rows, order, starts)
+        return self._update_rows
 
 
 class Symbolic:
@@ -409,17 +423,10 @@ class Factor:
             y = linv @ w[grp.own]
             w[grp.own] = y
             if grp.u:
-                w -= _scatter_rows(grp.upd, l21 @ y, n + 1)
+                rows, order, starts = grp.update_rows()
+                w[rows] -= np.add.reduceat((l21 @ y).reshape(-1, r)[order], starts, axis=0)
             w[n] = 0.0
         return w
-
-
-def _scatter_rows(index, values, n):
-    """(n, r) sums of the rows values (..., r) into the rows index (...) (bincount per
-    column, flattened: one call for every right-hand side)."""
-    r = values.shape[-1]
-    flat = (index[..., None] * r + np.arange(r)).ravel()
-    return np.bincount(flat, weights=values.ravel(), minlength=n * r).reshape(n, r)
 
 
 def _common_prefix(rows, cols, old_rows, old_cols):
