@@ -16,6 +16,9 @@ factorization (or CG) finds the matrix is not positive definite: Newton uses
 it to try the exact Hessian first and fall back to the projected one.
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 from .sparse_cholesky import NotPositiveDefiniteFront, SparseCholesky
@@ -119,6 +122,7 @@ def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None)
     return _solve_numpy(rows, cols, vals, rhs, require_pd, ordering or BandOrdering())
 
 
+@dataclass(frozen=True)
 class Factorization:
     """The Cholesky factorization A = L L^T of a positive definite matrix.
 
@@ -126,9 +130,8 @@ class Factorization:
     factorization's order) for B (n, r), so that B^T A^-1 B = half(B)^T
     half(B) at half the cost of solve (a low-rank update's small system)."""
 
-    def __init__(self, solve, half):
-        self.solve = solve
-        self.half = half
+    solve: Callable
+    half: Callable
 
 
 def factorize(rows, cols, vals, n, method="auto", ordering=None):
