@@ -279,24 +279,28 @@ def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize):
 def _woodbury_step(ip, g, factor, fixed_dof, sets, slips, at_x, pieces):
     """The step with the contacts modelled on other pieces (see
     :func:`piece_update`): (2N,), or None when more than
-    REGIME_MAX_CONTACTS curvatures change or the update is singular."""
-    dg, W, curvature = piece_update(ip.c, len(g), sets, slips, at_x, pieces)
-    free = ~fixed_dof
-    if len(curvature) > REGIME_MAX_CONTACTS:
+    REGIME_MAX_CONTACTS curvatures change (checked before the dense update
+    columns are built: on a pile they would be N x hundreds) or the update
+    is singular."""
+    n = len(g)
+    dg, bends = piece_update(ip.c, n, sets, slips, at_x, pieces)
+    if sum(len(dc) for _, _, dc in bends) > REGIME_MAX_CONTACTS:
         return None
+    free = ~fixed_dof
+    W, curvature = update_columns(bends, n)
     return woodbury_solve(factor, -np.where(free, g + dg, 0.0), W * free[:, None], curvature)
 
 
 def piece_update(consts, n, sets, slips, at_x, pieces):
     """How the incremental potential's gradient and Hessian change when the
     friction contacts whose piece (pieces, per set (m,)) differs from the
-    one at x (at_x) are modelled on it: (dg (n,), W (n, r), curvature (r,))
-    with the Hessian changed by W diag(curvature) W^T, one column per
-    contact whose curvature changes (h^2-scaled).  sets: (FrictionSet,
-    majorized mask) pairs; slips: their slips at x."""
+    one at x (at_x) are modelled on it: (dg (n,), bends), the Hessian
+    changing by dc w w^T for each (dofs (k, 2s), w (k, 2s), dc (k,)) in
+    bends, one row per contact whose curvature changes (h^2-scaled).  sets:
+    (FrictionSet, majorized mask) pairs; slips: their slips at x."""
     h2 = consts.h * consts.h
     dg = np.zeros(n)
-    columns, curvatures = [np.zeros((n, 0))], [np.zeros(0)]
+    bends = []
     for (fs, _), u, here, piece in zip(sets, slips, at_x, pieces, strict=True):
         other = piece != here
         if not other.any():
@@ -307,11 +311,20 @@ def piece_update(consts, n, sets, slips, at_x, pieces):
         dg += np.bincount(dofs.ravel(), weights=((h2 * (f_piece - f_here))[:, None] * w).ravel(), minlength=n)
         dc = h2 * (c_piece - c_here)
         bend = dc != 0.0
-        k = int(bend.sum())
-        flat = (dofs[bend] * k + np.arange(k)[:, None]).ravel()
-        columns.append(np.bincount(flat, weights=w[bend].ravel(), minlength=n * k).reshape(n, k))
-        curvatures.append(dc[bend])
-    return dg, np.concatenate(columns, axis=1), np.concatenate(curvatures)
+        bends.append((dofs[bend], w[bend], dc[bend]))
+    return dg, bends
+
+
+def update_columns(bends, n):
+    """(W (n, r), curvature (r,)) of the bends of :func:`piece_update`: one
+    dense column per contact (its w scattered to its DOFs)."""
+    columns, curvatures = [np.zeros((n, 0))], [np.zeros(0)]
+    for dofs, w, dc in bends:
+        k = len(dc)
+        flat = (dofs * k + np.arange(k)[:, None]).ravel()
+        columns.append(np.bincount(flat, weights=w.ravel(), minlength=n * k).reshape(n, k))
+        curvatures.append(dc)
+    return np.concatenate(columns, axis=1), np.concatenate(curvatures)
 
 
 def next_majorize(majorize, flips, project):

