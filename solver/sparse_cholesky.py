@@ -216,6 +216,7 @@ class Symbolic:
         flat targets in the group's front stack) of every child's U (lower
         triangle), plus the flat diagonal targets of the own-block padding."""
         self.pool_offset = np.concatenate([[0], np.cumsum([g.g * g.u * g.u for g in self.groups])])
+        self._workspace = None
         src = [[] for _ in self.groups]
         tgt = [[] for _ in self.groups]
         b = self.block
@@ -227,26 +228,25 @@ class Symbolic:
             # per update *vertex* (its first DOF): local index in the parent's front; a
             # vertex's b x b block is expanded at the end (whole diagonal blocks are sent:
             # their upper entry lands in the parent's upper triangle, which is never read)
-            first = grp.upd[:, ::b]  # (g, u / b)
+            first = grp.upd[:, ::b]  # (g, u / b), valid entries first (sorted, padded with n)
             s, t = np.nonzero((first < self.n) & (par >= 0)[:, None])
-            where = np.full(first.shape, -1, np.int64)
+            where = np.zeros(first.shape, np.int64)
             where[s, t] = self.locate(par[s], first[s, t])
-            i, j = np.tril_indices(first.shape[1])
-            s, i, j = np.repeat(np.arange(grp.g), len(i)), np.tile(i, grp.g), np.tile(j, grp.g)
-            keep = where[s, i] >= 0  # then j <= i is valid too
-            s, i, j = s[keep], i[keep], j[keep]
+            # the lower triangle of every slot's valid block, slots ordered by their
+            # parent's group (each parent group's entries are then one run)
+            slots = np.flatnonzero(par >= 0)
+            slots = slots[np.argsort(self.group_of[par[slots]], kind="stable")]
+            s, i, j = _lower_triangles(slots, np.bincount(s, minlength=grp.g)[slots])
             pg = self.group_of[par[s]]
             m = ms[pg]
             a, c = np.divmod(np.arange(b * b), b)
             flat_src = (self.pool_offset[gi] + (s * grp.u + b * i) * grp.u + b * j)[:, None] + (a * grp.u + c)
             flat_tgt = ((self.slot[par[s]] * m + where[s, i]) * m + where[s, j])[:, None]
             flat_tgt = flat_tgt + (a[None, :] * m[:, None] + c)
-            order = np.argsort(pg, kind="stable")
-            bounds = np.searchsorted(pg[order], np.arange(len(self.groups) + 1))
+            bounds = np.searchsorted(pg, np.arange(len(self.groups) + 1))
             for p in np.flatnonzero(np.diff(bounds)):
-                e = order[bounds[p] : bounds[p + 1]]
-                src[p].append(flat_src[e].ravel())
-                tgt[p].append(flat_tgt[e].ravel())
+                src[p].append(flat_src[bounds[p] : bounds[p + 1]].ravel())
+                tgt[p].append(flat_tgt[bounds[p] : bounds[p + 1]].ravel())
         self.ea_src, self.ea_tgt, self.pad_tgt = [], [], []
         for gi, grp in enumerate(self.groups):
             self.ea_src.append(np.concatenate(src[gi]) if src[gi] else np.zeros(0, np.intp))
@@ -254,10 +254,30 @@ class Symbolic:
             s, j = np.nonzero(grp.own == self.n)
             self.pad_tgt.append((s * grp.m + j) * grp.m + j)
 
+    def workspace(self):
+        """(pool, fronts): the buffers a numeric factorization works in,
+        allocated once per analysis -- the update matrices of every group
+        (pool_offset[-1],) and the largest group's front stack."""
+        if self._workspace is None:
+            fronts = max((g.g * g.m * g.m for g in self.groups), default=0)
+            self._workspace = (np.empty(self.pool_offset[-1]), np.empty(fronts))
+        return self._workspace
+
     def factor(self, vals, assembly=None):
         """Numeric factorization of the matrix with values vals (e,) on the
         pattern of ``assembly`` (default: the analysed one)."""
         return Factor(self, vals, assembly or self.assembly)
+
+
+def _lower_triangles(slots, counts):
+    """(slot, i, j) of every entry j <= i < counts[k] of slot slots[k], slot
+    by slot, each triangle row by row (the order of np.tril_indices)."""
+    tri = counts * (counts + 1) // 2
+    q = np.arange(tri.sum()) - np.repeat(np.cumsum(tri) - tri, tri)  # index within its triangle
+    i = ((np.sqrt(8.0 * q + 1.0) - 1.0) // 2.0).astype(np.int64)  # row: i (i + 1) / 2 <= q
+    i -= i * (i + 1) // 2 > q  # (rounding of the square root, either way)
+    i += (i + 1) * (i + 2) // 2 <= q
+    return np.repeat(slots, tri), i, q - i * (i + 1) // 2
 
 
 GROUP_COST = 80e-6  # s: numpy call overhead of one group (factor and solve)
@@ -347,19 +367,21 @@ def triangular_inverse(L):
     return out
 
 
+# ufunc.at sums duplicate indices in place since numpy 1.25 about as fast as a
+# bincount (before: ten times slower); in place, the fronts reuse one buffer
+# instead of a fresh zeroed array per group (page faults on large fronts)
+_FAST_ADD_AT = np.lib.NumpyVersion(np.__version__) >= "1.25.0"
+
+
 class Factor:
     """Numeric factor: per group, L11^-1 (g, k, k) and L21 (g, u, k)."""
 
     def __init__(self, sym, vals, assembly):
         self.sym = sym
-        pool = np.empty(sym.pool_offset[-1])
+        pool, fronts = sym.workspace()
         self.linv, self.l21 = [], []
         for gi, grp in enumerate(sym.groups):
-            sel, flat = assembly[gi]
-            src = sym.ea_src[gi]
-            weights = np.concatenate([vals[sel], pool[src], np.ones(len(sym.pad_tgt[gi]))])
-            target = np.concatenate([flat, sym.ea_tgt[gi], sym.pad_tgt[gi]])
-            F = np.bincount(target, weights=weights, minlength=grp.g * grp.m**2).reshape(grp.g, grp.m, grp.m)
+            F = self._assemble(gi, grp, vals, assembly[gi], pool, fronts)
             k = grp.k
             try:
                 L11 = np.linalg.cholesky(F[:, :k, :k])
@@ -372,6 +394,24 @@ class Factor:
                 np.subtract(F[:, k:, k:], l21 @ np.swapaxes(l21, 1, 2), out=U)
             self.linv.append(linv)
             self.l21.append(l21)
+
+    def _assemble(self, gi, grp, vals, group_map, pool, fronts):
+        """Group gi's fronts (g, m, m): the matrix entries of its columns,
+        its children's update matrices (from the pool) and the identity on
+        the own-block padding."""
+        sym = self.sym
+        (sel, flat), src, tgt, pad = group_map, sym.ea_src[gi], sym.ea_tgt[gi], sym.pad_tgt[gi]
+        size = grp.g * grp.m**2
+        if _FAST_ADD_AT:
+            F = fronts[:size]
+            F.fill(0.0)
+            np.add.at(F, flat, vals[sel])
+            np.add.at(F, tgt, pool[src])
+            F[pad] = 1.0
+        else:
+            weights = np.concatenate([vals[sel], pool[src], np.ones(len(pad))])
+            F = np.bincount(np.concatenate([flat, tgt, pad]), weights=weights, minlength=size)
+        return F.reshape(grp.g, grp.m, grp.m)
 
     def solve(self, rhs):
         """x with A x = rhs, for rhs (n,) or (n, r) (r right-hand sides at once)."""

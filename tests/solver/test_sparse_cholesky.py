@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import solver.newton as newton_module
+import solver.sparse_cholesky as sparse_cholesky
 from solver import linalg, simulate
 from solver.examples import compressing_squares, pile
 from solver.ordering import nested_dissection, vertex_graph
@@ -19,6 +20,7 @@ from solver.sparse_cholesky import (
     NotPositiveDefiniteFront,
     SparseCholesky,
     Symbolic,
+    _lower_triangles,
     triangular_inverse,
 )
 from tests.solver.test_numpy_path import STEPS, _child_run
@@ -146,6 +148,37 @@ def test_triangular_inverse_matches_inverse():
         M = rng.normal(size=(3, k, k))
         L = np.linalg.cholesky(M @ np.swapaxes(M, 1, 2) + k * np.eye(k))
         np.testing.assert_allclose(triangular_inverse(L), np.linalg.inv(L), rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fronts_assembled_in_place_and_by_bincount_give_the_same_bits(seed, monkeypatch):
+    """numpy >= 1.25 sums the fronts in place (ufunc.at into one reused
+    buffer), older numpy by a bincount per group: the same sums in the same
+    order, so the same factor bit for bit (and numpy 1.24 runs the other)."""
+    rng = np.random.default_rng(seed)
+    rows, cols, vals, A = random_spd(rng, 70, 2, 150)
+    b = rng.normal(size=len(A))
+    solutions = []
+    for fast in (True, False):
+        monkeypatch.setattr(sparse_cholesky, "_FAST_ADD_AT", fast)
+        solver = SparseCholesky(leaf=4)
+        for _ in range(2):  # the second factorization reuses the analysis and its buffers
+            solutions.append(solver.factor(rows, cols, vals, len(A)).solve(b))
+        assert solver.counts["same"] == 1
+    assert_solves(A, solutions[0], b)
+    for x in solutions[1:]:
+        assert np.array_equal(x, solutions[0])
+
+
+def test_lower_triangles_are_tril_indices_slot_by_slot():
+    slots, counts = np.array([4, 0, 7, 2]), np.array([3, 0, 1, 60])
+    s, i, j = _lower_triangles(slots, counts)
+    expect = [
+        (slot, a, b)
+        for slot, k in zip(slots, counts, strict=True)
+        for a, b in np.transpose(np.tril_indices(k))
+    ]
+    assert np.array_equal(np.stack([s, i, j], axis=1), np.array(expect).reshape(-1, 3))
 
 
 def captured_systems(scene, steps, keep=4, every=1):
