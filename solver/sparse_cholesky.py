@@ -228,22 +228,27 @@ class Symbolic:
             # per update *vertex* (its first DOF): local index in the parent's front; a
             # vertex's b x b block is expanded at the end (whole diagonal blocks are sent:
             # their upper entry lands in the parent's upper triangle, which is never read)
-            first = grp.upd[:, ::b]  # (g, u / b), valid entries first (sorted, padded with n)
+            first = grp.upd[:, ::b]  # (g, w = u / b), valid entries first (sorted, padded with n)
             s, t = np.nonzero((first < self.n) & (par >= 0)[:, None])
             where = np.zeros(first.shape, np.int64)
             where[s, t] = self.locate(par[s], first[s, t])
             # the lower triangle of every slot's valid block, slots ordered by their
-            # parent's group (each parent group's entries are then one run)
+            # parent's group (each parent group's entries are then one run); per-slot
+            # quantities are repeated over the slot's entries rather than gathered
             slots = np.flatnonzero(par >= 0)
             slots = slots[np.argsort(self.group_of[par[slots]], kind="stable")]
-            s, i, j = _lower_triangles(slots, np.bincount(s, minlength=grp.g)[slots])
-            pg = self.group_of[par[s]]
-            m = ms[pg]
+            tri, i, j = _lower_triangles(np.bincount(s, minlength=grp.g)[slots], first.shape[1])
+            pg = self.group_of[par[slots]]
+            m = np.repeat(ms[pg], tri)
+            row = np.repeat(slots * first.shape[1], tri)
+            base = np.repeat(self.slot[par[slots]], tri) * m
             a, c = np.divmod(np.arange(b * b), b)
-            flat_src = (self.pool_offset[gi] + (s * grp.u + b * i) * grp.u + b * j)[:, None] + (a * grp.u + c)
-            flat_tgt = ((self.slot[par[s]] * m + where[s, i]) * m + where[s, j])[:, None]
+            flat_src = np.repeat(self.pool_offset[gi] + slots * grp.u * grp.u, tri) + b * (i * grp.u + j)
+            flat_src = flat_src[:, None] + (a * grp.u + c)
+            flat_tgt = ((base + where.ravel()[row + i]) * m + where.ravel()[row + j])[:, None]
             flat_tgt = flat_tgt + (a[None, :] * m[:, None] + c)
-            bounds = np.searchsorted(pg, np.arange(len(self.groups) + 1))
+            per_group = np.bincount(pg, weights=tri, minlength=len(self.groups)).astype(np.int64)
+            bounds = np.concatenate([[0], np.cumsum(per_group)])
             for p in np.flatnonzero(np.diff(bounds)):
                 src[p].append(flat_src[bounds[p] : bounds[p + 1]].ravel())
                 tgt[p].append(flat_tgt[bounds[p] : bounds[p + 1]].ravel())
@@ -269,15 +274,15 @@ class Symbolic:
         return Factor(self, vals, assembly or self.assembly)
 
 
-def _lower_triangles(slots, counts):
-    """(slot, i, j) of every entry j <= i < counts[k] of slot slots[k], slot
-    by slot, each triangle row by row (the order of np.tril_indices)."""
+def _lower_triangles(counts, width):
+    """(tri, i, j): the sizes tri (k,) of the lower triangles of orders
+    counts (k,) (each at most width), and the (i, j) of their entries j <= i,
+    triangle by triangle, each row by row (the order of np.tril_indices: a
+    triangle of order c is the first c (c + 1) / 2 entries of the largest)."""
     tri = counts * (counts + 1) // 2
     q = np.arange(tri.sum()) - np.repeat(np.cumsum(tri) - tri, tri)  # index within its triangle
-    i = ((np.sqrt(8.0 * q + 1.0) - 1.0) // 2.0).astype(np.int64)  # row: i (i + 1) / 2 <= q
-    i -= i * (i + 1) // 2 > q  # (rounding of the square root, either way)
-    i += (i + 1) * (i + 2) // 2 <= q
-    return np.repeat(slots, tri), i, q - i * (i + 1) // 2
+    rows, cols = np.tril_indices(width)
+    return tri, rows[q], cols[q]
 
 
 GROUP_COST = 80e-6  # s: numpy call overhead of one group (factor and solve)
@@ -556,9 +561,11 @@ class SparseCholesky:
         except PatternNotCovered:
             pass
         # new fronts for the union of the analysed pairs and the new ones: contacts
-        # that come and go are then covered by a remap (until the next dissection)
+        # that come and go are then covered by a remap (until the next dissection).
+        # The new pairs are in the entries after the common prefix (the prefix's are
+        # covered by the fronts, and so by any fronts of more pairs in the same order)
         b = sym.block
-        edges = np.union1d(self.edges, vertex_edges(rows, cols, n // b, b))
+        edges = np.union1d(self.edges, vertex_edges(rows[same:], cols[same:], n // b, b, symmetric=False))
         sym = Symbolic(rows, cols, n, self.leaf, ordering=self.ordering, edges=edges)
         if sym.flops() > REORDER_GROWTH * self.dissection_flops:
             return None, None, None
