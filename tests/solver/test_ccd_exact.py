@@ -45,6 +45,13 @@ COLLAPSING_EDGE = (
 )
 
 
+# Found by the property test: the point passes e0 at 1e-9 (d0 = 1.4e-9, edge of
+# length 1) and crosses the edge's line 1e-9 beyond its end: a collinearity root
+# with the segment parameter at -1e-9, inside the oracle's window, yet no contact
+# (the whole step is safe).
+PASSING_END = ((1e-09, 0.0), (0.0, 1e-09), (0.0, 1.0), (0.0, -1.0), (1.0, -1.0), (0.0, 0.0), 1e-06)
+
+
 def _pair(p):
     X = np.array(p[0:3], float)
     dX = np.array(p[3:6], float) * p[6]
@@ -62,7 +69,11 @@ def _check_safe_and_tight(X, dX, step, t_max=1.0):
     slack = 1e-6 * r + 1e-14  # rounding of the distance at unit-size coordinates
     times = contact_times(X, dX)
     if times is not None:
-        assert not any(0.0 <= t <= step for t in times), (X, dX, times, step)
+        # a root of the collinearity condition is a contact when the point is on the
+        # segment; the oracle's window on the segment parameter (1e-9 of the edge)
+        # also admits a point passing an end point at a gap of that size (PASSING_END)
+        hits = [t for t in times if 0.0 <= t <= step and dist_at(X, dX, t)[0] < r - slack]
+        assert not hits, (X, dX, times, step)
     ts = np.linspace(0.0, step, 257)
     assert dist_at(X, dX, ts).min() >= r - slack, (X, dX, step)
     if step < t_max:
@@ -75,6 +86,7 @@ def _check_safe_and_tight(X, dX, step, t_max=1.0):
 @example([(*TINY_GAP_PIVOT, False, 0.0, 1e-7)])
 @example([(*TURNING_EDGE, False, 0.0, 1e-7)])
 @example([(*COLLAPSING_EDGE, False, 0.0, 1e-7)])
+@example([(*PASSING_END, False, 0.0, 1e-10)])
 def test_step_is_safe_and_tight(pairs):
     X = np.array([_pair(p)[0] for p in pairs])
     dX = np.array([_pair(p)[1] for p in pairs])
