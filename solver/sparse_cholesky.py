@@ -16,7 +16,8 @@ Python loops run over *groups*, never over DOFs: nodes of the same height in
 the tree (independent of each other) with fronts of similar size are padded
 to one size and factored as one stack of dense matrices (``np.linalg.cholesky``
 and ``matmul`` on (g, m, m) arrays).  Assembly and extend-add are one
-``np.bincount`` per group through index maps computed by the symbolic
+scatter-add per group (in place into buffers kept per analysis on numpy >=
+1.25, a ``np.bincount`` before) through index maps computed by the symbolic
 analysis (:class:`Symbolic`), which depends on the pattern only and is
 reused while it stays the same (:class:`SparseCholesky`, whose own state --
 the order and the analysed vertex pairs -- is small: a checkpoint stores it,
@@ -232,6 +233,7 @@ class Symbolic:
             s, t = np.nonzero((first < self.n) & (par >= 0)[:, None])
             where = np.zeros(first.shape, np.int64)
             where[s, t] = self.locate(par[s], first[s, t])
+            where = where.ravel()
             # the lower triangle of every slot's valid block, slots ordered by their
             # parent's group (each parent group's entries are then one run); per-slot
             # quantities are repeated over the slot's entries rather than gathered
@@ -245,7 +247,7 @@ class Symbolic:
             a, c = np.divmod(np.arange(b * b), b)
             flat_src = np.repeat(self.pool_offset[gi] + slots * grp.u * grp.u, tri) + b * (i * grp.u + j)
             flat_src = flat_src[:, None] + (a * grp.u + c)
-            flat_tgt = ((base + where.ravel()[row + i]) * m + where.ravel()[row + j])[:, None]
+            flat_tgt = ((base + where[row + i]) * m + where[row + j])[:, None]
             flat_tgt = flat_tgt + (a[None, :] * m[:, None] + c)
             per_group = np.bincount(pg, weights=tri, minlength=len(self.groups)).astype(np.int64)
             bounds = np.concatenate([[0], np.cumsum(per_group)])
