@@ -148,6 +148,12 @@ def _first_within(P, t, radius):
     return _first_where(t, lambda i, ti: P.distance_at(i, ti) <= radius[i])
 
 
+# _Pair's vectors as differences of stencil rows: A = p - e0, B = p - e1, E = e1 - e0
+_HEAD, _TAIL = np.array([0, 0, 2]), np.array([1, 2, 1])
+# ... and the dot products its quadratics need: |A|^2, |B|^2, A.E, B.E, |E|^2
+_DOT_P, _DOT_Q = np.array([0, 1, 0, 1, 2]), np.array([0, 1, 2, 2, 2])
+
+
 class _Pair:
     """Relative motion of point-edge pairs, each (n,2): A = p - e0, B = p - e1,
     E = e1 - e0 at t = 0 and their displacements, plus the coefficients of
@@ -155,17 +161,27 @@ class _Pair:
     triangle p, e0, e1) and |E(t)|^2 = ee0 + ee1 t + ee2 t^2, each (n,3)."""
 
     def __init__(self, X, dX):
-        self.A0, self.dA = X[:, 0] - X[:, 1], dX[:, 0] - dX[:, 1]
-        self.B0, self.dB = X[:, 0] - X[:, 2], dX[:, 0] - dX[:, 2]
-        self.E0, self.dE = X[:, 2] - X[:, 1], dX[:, 2] - dX[:, 1]
+        # the vectors A, B, E side by side (n, 3, 2), and their displacements
+        V0, dV = X[:, _HEAD] - X[:, _TAIL], dX[:, _HEAD] - dX[:, _TAIL]
+        self.A0, self.B0, self.E0 = V0[:, 0], V0[:, 1], V0[:, 2]
+        self.dA, self.dB, self.dE = dV[:, 0], dV[:, 1], dV[:, 2]
         A0, dA, E0, dE = self.A0, self.dA, self.E0, self.dE
-        self.c = np.stack([_cross(E0, A0), _cross(E0, dA) + _cross(dE, A0), _cross(dE, dA)], axis=1)
-        self.ee = _dot_coefficients(E0, dE, E0, dE)
+        self.c = np.empty((len(X), 3))
+        self.c[:, 0] = _cross(E0, A0)
+        self.c[:, 1] = _cross(E0, dA) + _cross(dE, A0)
+        self.c[:, 2] = _cross(dE, dA)
+        # |A|^2, |B|^2, A.E, B.E, |E|^2 as quadratics in t, (n, 5, 3), in one pass
+        P0, dP, Q0, dQ = V0[:, _DOT_P], dV[:, _DOT_P], V0[:, _DOT_Q], dV[:, _DOT_Q]
+        self.dots = np.empty((len(X), 5, 3))
+        self.dots[..., 0] = _dot(P0, Q0)
+        self.dots[..., 1] = _dot(P0, dQ) + _dot(dP, Q0)
+        self.dots[..., 2] = _dot(dP, dQ)
+        self.ee = self.dots[:, 4]
         self.cross_e = _cross(E0, dE)  # E(t) x dE: constant; the edge's turning
 
     def subset(self, mask):
         sub = object.__new__(_Pair)
-        for name in ("A0", "dA", "B0", "dB", "E0", "dE", "c", "ee", "cross_e"):
+        for name in ("A0", "dA", "B0", "dB", "E0", "dE", "c", "dots", "ee", "cross_e"):
             setattr(sub, name, getattr(self, name)[mask])
         return sub
 
@@ -182,20 +198,19 @@ class _Pair:
         6     c = 0: contact (the safety net's check).
         """
         e_start, e_end = np.sqrt(self.ee[:, 0]), np.sqrt(self.ee @ [1.0, t_max, t_max * t_max])
-        u = np.stack([e_start, (e_end - e_start) / t_max, np.zeros_like(e_start)], axis=1) * r[:, None]
-        rr = np.stack([r * r, np.zeros_like(r), np.zeros_like(r)], axis=1)
-        return np.stack(
-            [
-                _dot_coefficients(self.A0, self.dA, self.A0, self.dA) - rr,
-                _dot_coefficients(self.B0, self.dB, self.B0, self.dB) - rr,
-                self.c - u,
-                self.c + u,
-                _dot_coefficients(self.A0, self.dA, self.E0, self.dE),
-                _dot_coefficients(self.B0, self.dB, self.E0, self.dE),
-                self.c,
-            ],
-            axis=1,
-        )
+        out = np.empty((len(r), 7, 3))
+        out[:, 0:2] = self.dots[:, 0:2]
+        out[:, 0:2, 0] -= (r * r)[:, None]
+        u0, u1 = e_start * r, (e_end - e_start) / t_max * r
+        out[:, 2] = self.c
+        out[:, 2, 0] -= u0
+        out[:, 2, 1] -= u1
+        out[:, 3] = self.c
+        out[:, 3, 0] += u0
+        out[:, 3, 1] += u1
+        out[:, 4:6] = self.dots[:, 2:4]
+        out[:, 6] = self.c
+        return out
 
     def chord_is_tight(self, t_max):
         """(n,) bool: the chord overestimates |E(t)| by a factor below
@@ -313,17 +328,12 @@ def _poly_mul(a, b):
     return out
 
 
-def _dot_coefficients(P0, dP, Q0, dQ):
-    """(P0 + t dP) . (Q0 + t dQ) as quadratic coefficients (n,3)."""
-    return np.stack([_dot(P0, Q0), _dot(P0, dQ) + _dot(dP, Q0), _dot(dP, dQ)], axis=1)
-
-
 def _cross(a, b):
-    return a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
 
 
 def _dot(a, b):
-    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1]
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1]
 
 
 def half_plane_step(x, dx, point, normal, eta=0.1, t_max=1.0):

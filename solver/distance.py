@@ -40,11 +40,12 @@ def distance_sq(X, case):
     return _distance_sq(X[:, 0] - X[:, 1], X[:, 2] - X[:, 1], X[:, 0] - X[:, 2], case)
 
 
-def _distance_sq(a, e, b, case):
-    """a = p - e0, e = e1 - e0, b = p - e1; PL as cross^2 / |e|^2."""
+def _distance_sq(a, e, b, case, L=None):
+    """a = p - e0, e = e1 - e0, b = p - e1 (L = |e|^2 if known); PL as cross^2 / |e|^2."""
     line = case == PL
     c = a[:, 0] * e[:, 1] - a[:, 1] * e[:, 0]
-    L = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
+    if L is None:
+        L = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
     pp = np.where(case == PP1, b[:, 0] * b[:, 0] + b[:, 1] * b[:, 1], a[:, 0] * a[:, 0] + a[:, 1] * a[:, 1])
     return np.where(line, c * c / np.where(line, L, 1.0), pp)
 
@@ -58,7 +59,7 @@ def case_and_distance_sq(X, forced_pp0=None):
     case = _case_of((a[:, 0] * e[:, 0] + a[:, 1] * e[:, 1]) / np.where(ee > 0, ee, 1.0))
     if forced_pp0 is not None:
         case[forced_pp0] = PP0
-    return case, _distance_sq(a, e, X[:, 0] - X[:, 2], case)
+    return case, _distance_sq(a, e, X[:, 0] - X[:, 2], case, ee)
 
 
 def _closest(X, case):
@@ -75,7 +76,10 @@ def _closest(X, case):
         line, (a[:, 0] * e[:, 0] + a[:, 1] * e[:, 1]) / np.where(line, L, 1.0), (case == PP1).astype(float)
     )
     r = a - t[:, None] * e
-    gamma = np.stack([np.ones(len(X)), t - 1.0, -t], axis=1)
+    gamma = np.empty((len(X), 3))
+    gamma[:, 0] = 1.0
+    np.subtract(t, 1.0, out=gamma[:, 1])
+    np.negative(t, out=gamma[:, 2])
     return a, e, L, line, r, gamma
 
 
@@ -111,13 +115,19 @@ def distance_sq_derivatives(X, case):
     H[:, :, 0, :, 0] = G2
     H[:, :, 1, :, 1] = G2
     H = H.reshape(n, 6, 6)
-    if line.any():
-        v = -2.0 * (gamma[line, :, None] * e[line, None, :]).reshape(-1, 6)
-        rl = r[line]
-        v[:, 2:4] += 2.0 * rl
-        v[:, 4:6] -= 2.0 * rl
-        H[line] -= (0.5 / L[line])[:, None, None] * (v[:, :, None] * v[:, None, :])
+    if line.all():  # the common case (resting and sliding contacts): no gathers
+        H -= _line_term(gamma, e, r, L)
+    elif line.any():
+        H[line] -= _line_term(gamma[line], e[line], r[line], L[line])
     return d2, g, H
+
+
+def _line_term(gamma, e, r, L):
+    """v v^T / (2 |e|^2), (m, 6, 6), of PL stencils (see distance_sq_derivatives)."""
+    v = -2.0 * (gamma[:, :, None] * e[:, None, :]).reshape(-1, 6)
+    v[:, 2:4] += 2.0 * r
+    v[:, 4:6] -= 2.0 * r
+    return (0.5 / L)[:, None, None] * (v[:, :, None] * v[:, None, :])
 
 
 def closest_point_parameter(X, case):

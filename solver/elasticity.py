@@ -76,9 +76,11 @@ def _det(F):
 
 def _cofactor(F):
     """dJ/dF for 2x2 F, (m, 2, 2)."""
-    return np.stack(
-        [np.stack([F[:, 1, 1], -F[:, 1, 0]], axis=1), np.stack([-F[:, 0, 1], F[:, 0, 0]], axis=1)], axis=1
-    )
+    cof = np.empty_like(F)
+    cof[:, 0, 0], cof[:, 1, 1] = F[:, 1, 1], F[:, 0, 0]
+    np.negative(F[:, 1, 0], out=cof[:, 0, 1])
+    np.negative(F[:, 0, 1], out=cof[:, 1, 0])
+    return cof
 
 
 def element_energies(el, x):

@@ -113,6 +113,7 @@ class Simulation:
         self.gravity = np.asarray(p.gravity, float)
         self.timers = Timers()  # seconds per stage, for benchmarks
         self._state_stencils = None  # contact candidates at self.x, found by the last step
+        self._state_touching = None  # (those stencils, bodies touching something at self.x)
         self._newton = Newton(
             p, self._feasible_step, lambda x: self._contact_set(x, x), BandOrdering(), self.timers
         )
@@ -217,12 +218,12 @@ class Simulation:
             k_pen = PENALTY_START
             fixed, penalized = self._kinematic_masks(pending)
             ip = self._potential(consts, penalized, k_pen)
-            x, cs, energy = self._initial_guess(ip, x, x_prev + h * self.v, x_tilde, fric_cs)
+            x, cs = self._initial_guess(x, x_prev + h * self.v, x_tilde, fric_cs)
         total_iters, min_alpha, rounds = 0, 1.0, 0
         converged, message = False, ""
         while True:
             budget = p.max_newton_iters - total_iters
-            res = self._newton.solve(ip, x, fixed, budget, cs, energy)
+            res = self._newton.solve(ip, x, fixed, budget, cs)
             x, cs, message = res.x, res.contacts, res.message
             total_iters += res.iterations
             min_alpha = min(min_alpha, res.min_alpha)
@@ -242,7 +243,7 @@ class Simulation:
                 k_pen *= PENALTY_GROWTH
             fixed, penalized = self._kinematic_masks(pending)
             ip = self._potential(consts, penalized, k_pen)
-            cs, energy = None, None
+            cs = None
         # x is Newton's last iterate, and cs holds every pair within dhat of it
         return self._finish_step(
             x, x_prev, target, total_iters, converged, min_alpha, message, t_start, cs, res.vertex
@@ -292,11 +293,13 @@ class Simulation:
             self.model, StepConstants(penalized=penalized, k_pen=k_pen, **consts), self.timers
         )
 
-    def _initial_guess(self, ip, x, x_coast, x_tilde, cs_state):
+    def _initial_guess(self, x, x_coast, x_tilde, cs_state):
         """Where Newton starts: every body moved by its velocity (x_coast =
         x_prev + h v, (N,2)), bodies touching nothing also by gravity (their
-        x_tilde), as far as the move stays feasible (CCD).  Returns the start,
-        a contact set covering it (or None) and its energy (or None).
+        x_tilde), as far as the move stays feasible (CCD).  Returns the start
+        and a contact set covering it (or None).  Its energy is left to
+        Newton's first line search: a step that converges at its start
+        needs none.
 
         Why not x_tilde for all: in contact, the gravity term h^2 g presses
         every resting vertex into its support and Newton spends iterations
@@ -313,24 +316,32 @@ class Simulation:
         dx[m.is_collider] = 0.0
         dx[self.kin_vertices] = 0.0
         if not np.any(dx):
-            return x, None, None
+            return x, None
         alpha, cs = self._feasible_step(x, dx)
-        guess = x + alpha * dx
         # cs was swept from x to the guess: it holds every pair within dhat of it
-        return guess, cs, ip.value(guess, cs)
+        return x + alpha * dx, cs
 
     def _touching_bodies(self, cs_state):
         """(n_owners,) bool: bodies with a vertex within dhat of another body,
-        a collider or a half-plane at the state (cs_state: contact set there)."""
+        a collider or a half-plane at the state (cs_state: contact set there).
+        The last step's summary measured these distances: reused while the
+        state is the one it left (a checkpoint restores other stencils)."""
+        cached = self._state_touching
+        if cached is not None and cached[0] is self._state_stencils:
+            return cached[1]
+        m = self.model
+        d2 = cs_state.cases_and_distance_sq(cs_state.gather(self.x))[1] if len(cs_state) else np.zeros(0)
+        pts, pl = plane_pairs(m)
+        dp = barrier.plane_distance(self.x[pts], m.plane_point[pl], m.plane_normal[pl])
+        return self._touching_owners(cs_state.idx, d2, dp)
+
+    def _touching_owners(self, stencils, d2, dp):
+        """(n_owners,) bool: owners of the stencils (n, k) with squared distance
+        d2 (n,) below dhat^2 and of the half-plane pairs with distance dp below dhat."""
         m, dhat = self.model, self.params.dhat
         touching = np.zeros(m.n, bool)
-        if len(cs_state):
-            _, d2 = cs_state.cases_and_distance_sq(cs_state.gather(self.x))
-            touching[cs_state.idx[d2 < dhat * dhat].ravel()] = True
-        pts, pl = plane_pairs(m)
-        if len(pts):
-            d = barrier.plane_distance(self.x[pts], m.plane_point[pl], m.plane_normal[pl])
-            touching[pts[d < dhat]] = True
+        touching[stencils[d2 < dhat * dhat].ravel()] = True
+        touching[plane_pairs(m)[0][dp < dhat]] = True
         owners = np.zeros(int(m.owner.max(initial=-1)) + 1, bool)
         owners[m.owner[touching]] = True
         return owners
@@ -432,10 +443,13 @@ class Simulation:
         keeps cs's point-edge stencils (all pairs within dhat of x) for the next step."""
         m, p = self.model, self.params
         st = self._state_stencils = cs.idx[~cs.pp]
-        d = np.sqrt(case_and_distance_sq(x[st])[1]) if len(st) else np.zeros(0)
+        d2 = case_and_distance_sq(x[st])[1] if len(st) else np.zeros(0)
         pts, pl = plane_pairs(m)
         dp = barrier.plane_distance(x[pts], m.plane_point[pl], m.plane_normal[pl])  # (0,) without planes
-        alld = np.concatenate([d, dp])
+        # the next step's start asks which bodies touch something here (the
+        # subtracted point-point terms add none: their point-edge pairs are closer)
+        self._state_touching = (st, self._touching_owners(st, d2, dp))
+        alld = np.concatenate([np.sqrt(d2), dp])
         return (float(alld.min()) if len(alld) else np.inf), int(np.sum(alld < p.dhat))
 
 

@@ -257,3 +257,32 @@ def test_regime_consistent_steps_save_newton_iterations(monkeypatch):
     rounds, used = _squares_iterations(monkeypatch, 3)
     assert none_used == 0 and used > 0
     assert rounds < plain
+
+
+def test_touching_bodies_reused_from_the_last_summary_match_a_fresh_measurement():
+    """Which bodies touch something at the state (they coast; the others also
+    fall) comes from the last step's contact summary, not measured again:
+    the same answer as measuring it, every step and after a checkpoint
+    restores the state (its stencils are new: measured afresh)."""
+    from solver.examples import compressing_squares
+
+    sim = Simulation(compressing_squares(n_seg=2))
+    seen = set()
+    for _ in range(120):
+        sim.step()
+        cs = sim._contact_set_at_state()
+        reused = sim._touching_bodies(cs)
+        assert sim._state_touching[0] is sim._state_stencils
+        sim._state_touching = None
+        np.testing.assert_array_equal(reused, sim._touching_bodies(cs))
+        sim.step()  # the next step starts from the summary again
+        seen.add(tuple(reused))
+    assert len(seen) > 1  # bodies both free and touching were seen
+    other = Simulation(compressing_squares(n_seg=2))
+    for _ in range(30):
+        other.step()  # its own summary is cached: stale once the checkpoint is restored
+    other.restore(sim.checkpoint())
+    cs = other._contact_set_at_state()
+    np.testing.assert_array_equal(other._touching_bodies(cs), sim._touching_bodies(cs))
+    other._state_touching = sim._state_touching = None
+    np.testing.assert_array_equal(other._touching_bodies(cs), sim._touching_bodies(cs))
