@@ -38,11 +38,14 @@ class Triplets:
 
     grad (n_dof,): the gradient; magnitude (n_dof,): the sum of the absolute
     values of every term added to it, the scale of the forces that grad
-    balances (Newton's stop test measures grad against it)."""
+    balances (Newton's stop test measures grad against it).  Each block of
+    triplets may come with the DOFs its rows and columns are drawn from, so
+    that :meth:`system` skips the blocks no fixed DOF touches."""
 
     def __init__(self, n_dof):
         self.n_dof = n_dof
         self.rows, self.cols, self.vals = [], [], []
+        self.block_dofs = []  # per block: the DOFs its entries use, or None (not known)
         self.grad = np.zeros(n_dof)
         self.magnitude = np.zeros(n_dof)
 
@@ -51,16 +54,16 @@ class Triplets:
         self.grad += g
         self.magnitude += np.abs(g)
 
-    def add_pattern(self, rows, cols, H):
-        """Scatter blocks H whose (rows, cols) pattern is precomputed (block_pattern)."""
+    def add_pattern(self, rows, cols, H, dofs=None):
+        """Scatter blocks H whose (rows, cols) pattern is precomputed
+        (block_pattern); dofs (optional): the DOFs that pattern uses."""
         self.rows.append(rows)
         self.cols.append(cols)
         self.vals.append(H.ravel())
+        self.block_dofs.append(dofs)
 
     def add_diagonal(self, dofs, vals):
-        self.rows.append(dofs)
-        self.cols.append(dofs)
-        self.vals.append(vals)
+        self.add_pattern(dofs, dofs, vals, dofs)
 
     def add_stencils(self, idx, g, H):
         """Scatter gradients g (n, 2k) and Hessians H (n, 2k, 2k) of vertex
@@ -69,7 +72,7 @@ class Triplets:
             return
         dofs = stencil_dofs(idx)
         self.add_gradient_at(dofs.ravel(), g)
-        self.add_pattern(*_dof_block_pattern(dofs), H)
+        self.add_pattern(*_dof_block_pattern(dofs), H, dofs)
 
     def add_gradient_at(self, dofs, g):
         """Scatter gradients g (n, 2k) at precomputed flat DOF indices (n * 2k,)."""
@@ -79,6 +82,27 @@ class Triplets:
 
     def arrays(self):
         return (np.concatenate(self.rows), np.concatenate(self.cols), np.concatenate(self.vals))
+
+    def system(self, fixed_mask):
+        """The triplets with the rows and columns of the fixed DOFs (fixed_mask
+        (n_dof,) bool) replaced by the identity: the arrays of
+        ``eliminate_fixed(*self.arrays(), fixed_mask)``, built without
+        testing the entries of blocks whose DOFs are all free (the elastic
+        block, most of the entries, when no body vertex is pinned)."""
+        if not fixed_mask.any():
+            return self.arrays()
+        parts = [], [], []
+        for rows, cols, vals, dofs in zip(self.rows, self.cols, self.vals, self.block_dofs, strict=True):
+            block = rows, cols, vals
+            if dofs is None or fixed_mask[dofs].any():
+                keep = ~(fixed_mask[rows] | fixed_mask[cols])
+                block = rows[keep], cols[keep], vals[keep]
+            for part, a in zip(parts, block, strict=True):
+                part.append(a)
+        fixed = np.flatnonzero(fixed_mask)
+        for part, a in zip(parts, (fixed, fixed, np.ones(len(fixed))), strict=True):
+            part.append(a)
+        return tuple(np.concatenate(part) for part in parts)
 
 
 def eliminate_fixed(rows, cols, vals, fixed_mask):

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import friction
-from .assembly import eliminate_fixed
 from .contacts import ContactSet
 from .linalg import BandOrdering, NotPositiveDefinite, factorize, solve, woodbury_solve
 from .profiling import NullTimers
@@ -200,7 +199,7 @@ class Newton:
             g = np.where(fixed_dof, 0.0, T.grad)
             try:
                 with self.timers("linear_solve"):
-                    r, c, v = eliminate_fixed(*T.arrays(), fixed_dof)
+                    r, c, v = T.system(fixed_dof)
                     if project:
                         dx = solve(r, c, v, -g, p.linear_solver, ordering=self.ordering)
                     else:

@@ -103,7 +103,7 @@ class IncrementalPotential:
             el = m.elements
             g, H = elasticity.gradient_hessian(el, x, project)
             T.add_gradient_at(el.dofs, h2 * g)
-            T.add_pattern(el.rows, el.cols, h2 * H)
+            T.add_pattern(el.rows, el.cols, h2 * H, el.dofs)
         with tm("barrier"):
             self._barrier_terms(T, x, cs, project)
         with tm("friction"):
@@ -112,7 +112,7 @@ class IncrementalPotential:
                 if len(fs):
                     g, H = friction.gradient_hessian(fs, disp, c.eps, project, mm)
                     T.add_gradient_at(fs.dofs.ravel(), h2 * g)
-                    T.add_pattern(*fs.pattern, h2 * H)
+                    T.add_pattern(*fs.pattern, h2 * H, fs.dofs)
         return T
 
     def gradient(self, x, cs: ContactSet):

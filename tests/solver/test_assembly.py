@@ -49,3 +49,26 @@ def test_eliminate_fixed_gives_identity_rows():
     expected[:, fixed] = 0
     expected[fixed, fixed] = 1
     assert np.allclose(B, expected)
+
+
+def test_system_is_eliminate_fixed_of_the_arrays():
+    """Triplets.system skips the blocks whose DOFs are all free: the same
+    arrays as eliminating the fixed DOFs from all of them, whichever blocks
+    a fixed DOF touches (stencils, a pattern with its DOFs, one without,
+    the diagonal), and the plain arrays when nothing is fixed."""
+    rng = np.random.default_rng(3)
+    n_v = 9
+    T = assembly.Triplets(2 * n_v)
+    T.add_diagonal(np.arange(2 * n_v), rng.normal(size=2 * n_v))
+    free_idx = rng.integers(0, 4, (6, 3))  # vertices 0-3 only
+    free_dofs = assembly.stencil_dofs(free_idx)
+    T.add_pattern(*assembly.block_pattern(free_idx), rng.normal(size=(6, 6, 6)), free_dofs)
+    T.add_stencils(rng.integers(0, n_v, (5, 2)), rng.normal(size=(5, 4)), rng.normal(size=(5, 4, 4)))
+    T.add_pattern(*assembly.block_pattern(np.array([[8], [1], [5], [2]])), rng.normal(size=(4, 2, 2)))
+    for fixed_vertices in ([], [8], [1, 8], [0, 1, 2, 3]):
+        fixed = np.zeros(2 * n_v, bool)
+        fixed[np.repeat(np.asarray(fixed_vertices, int), 2) * 2 + np.tile([0, 1], len(fixed_vertices))] = True
+        expected = assembly.eliminate_fixed(*T.arrays(), fixed)
+        for got, want in zip(T.system(fixed), expected, strict=True):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
