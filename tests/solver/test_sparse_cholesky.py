@@ -118,6 +118,39 @@ def test_many_right_hand_sides_and_the_forward_half(seed, n_vertex, block, densi
 
 
 @settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_vertex=st.integers(1, 120),
+    density=st.floats(0.0, 3.0),
+    r=st.integers(1, 6),
+    support=st.integers(1, 6),
+)
+def test_sparse_right_hand_sides_sweep_only_the_fronts_they_reach(seed, n_vertex, density, r, support):
+    """Woodbury's columns touch a few DOFs each: the forward sweep then works
+    on the fronts they reach only, with the bits of the sweep over all fronts
+    (the subset path forced on every group, then off), and half / solve stay
+    right (B^T A^-1 B, A X = B), a column of zeros included."""
+    rng = np.random.default_rng(seed)
+    rows, cols, vals, A = random_spd(rng, n_vertex, 2, int(density * n_vertex), 0.0)
+    n = len(A)
+    F = SparseCholesky(leaf=2).factor(rows, cols, vals, n)
+    B = np.zeros((n, r))
+    for j in range(r - 1):  # the last column stays zero
+        B[rng.choice(n, min(support, n), replace=False), j] = rng.normal(size=min(support, n))
+    results = {}
+    for fraction in (1.0, -1.0):  # subset whenever a front is dead; never
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(sparse_cholesky, "SUBSET_SWEEP", fraction)
+            results[fraction] = F.half(B), F.solve(B)
+    for subset, full in zip(results[1.0], results[-1.0], strict=True):
+        np.testing.assert_array_equal(subset, full)
+    Y, X = results[1.0]
+    assert not Y[:, -1].any() and not X[:, -1].any()
+    assert_solves(A, X, B)
+    np.testing.assert_allclose(Y.T @ Y, B.T @ np.linalg.solve(A, B), rtol=1e-8, atol=1e-10)
+
+
+@settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n_vertex=st.integers(2, 200), density=st.floats(0.5, 4.0))
 def test_nested_dissection_is_an_elimination_tree(seed, n_vertex, density):
     """The order is a permutation, nodes are in postorder, and every edge joins
