@@ -10,6 +10,7 @@ of primitives.  The brute-force all-pairs version is kept as a test oracle.
 import numpy as np
 
 BRUTE_FORCE_MAX = 16384  # point-edge box tests up to which the dense test beats hashing
+CELLS_PER_ENTRY = 4  # grids up to this many cells per entry find each cell's edges by counting
 
 
 def point_boxes(x0, x1, pad):
@@ -24,7 +25,7 @@ def edge_boxes(x0, x1, edges):
 
 
 def _rasterise(lo, hi, cell, origin):
-    """Expand boxes to (box id, cell key) entries."""
+    """Expand boxes (n, 2) lo/hi to their cells: (box id, cell column, cell row) entries."""
     ilo = np.floor((lo - origin) / cell).astype(np.int64)
     ihi = np.floor((hi - origin) / cell).astype(np.int64)
     nx = ihi[:, 0] - ilo[:, 0] + 1
@@ -33,9 +34,7 @@ def _rasterise(lo, hi, cell, origin):
     box = np.repeat(np.arange(len(lo)), counts)
     start = np.cumsum(counts) - counts
     local = np.arange(counts.sum()) - np.repeat(start, counts)
-    cx = ilo[box, 0] + local % nx[box]
-    cy = ilo[box, 1] + local // nx[box]
-    return box, cx * (1 << 31) + cy
+    return box, ilo[box, 0] + local % nx[box], ilo[box, 1] + local // nx[box]
 
 
 def _cell_size(plo, phi, elo, ehi):
@@ -64,18 +63,28 @@ def candidates(plo, phi, elo, ehi, cell=None):
         if np.prod(span, axis=1).sum() <= 64 * len(span):
             break
         cell *= 2.0
-    pbox, pkey = _rasterise(plo, phi, cell, origin)
-    ebox, ekey = _rasterise(elo, ehi, cell, origin)
+    pbox, pcx, pcy = _rasterise(plo, phi, cell, origin)
+    ebox, ecx, ecy = _rasterise(elo, ehi, cell, origin)
+    rows = int(max(pcy.max(), ecy.max())) + 1
+    n_cells = (int(max(pcx.max(), ecx.max())) + 1) * rows
+    pkey, ekey = pcx * rows + pcy, ecx * rows + ecy
+    # the edge entries of each point entry's cell: a run of the edge entries sorted by cell
     order = np.argsort(ekey, kind="stable")
-    ekey, ebox = ekey[order], ebox[order]
-    lo = np.searchsorted(ekey, pkey, side="left")
-    hi = np.searchsorted(ekey, pkey, side="right")
-    n = hi - lo
+    ebox = ebox[order]
+    if n_cells <= CELLS_PER_ENTRY * (len(pkey) + len(ekey)):
+        # few cells: every cell's run by counting (two gathers instead of two binary searches)
+        per_cell = np.bincount(ekey, minlength=n_cells)
+        lo, n = (np.cumsum(per_cell) - per_cell)[pkey], per_cell[pkey]
+    else:
+        ekey = ekey[order]
+        lo = np.searchsorted(ekey, pkey, side="left")
+        n = np.searchsorted(ekey, pkey, side="right") - lo
     pi = np.repeat(pbox, n)
     start = np.cumsum(n) - n
     ei = ebox[np.repeat(lo, n) + np.arange(n.sum()) - np.repeat(start, n)]
-    # exact box overlap, then de-duplicate (a pair can share several cells)
-    ok = np.all((plo[pi] <= ehi[ei]) & (elo[ei] <= phi[pi]), axis=1)
+    # exact box overlap (one axis at a time), then de-duplicate (a pair can share several cells)
+    ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
+    ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])
     pi, ei = pi[ok], ei[ok]
     key = np.unique(pi.astype(np.int64) * len(elo) + ei)
     return (key // len(elo)).astype(np.intp), (key % len(elo)).astype(np.intp)

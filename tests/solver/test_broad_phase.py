@@ -3,9 +3,11 @@
 swept boxes contain both ends of the motion."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from solver import broad_phase
 from solver.broad_phase import BRUTE_FORCE_MAX, candidates, edge_boxes, point_boxes
 
 
@@ -61,16 +63,29 @@ def test_candidates_equal_brute_force(seed, n_p, n_e, spread, mode, explicit_cel
     assert set(got) == brute_pairs(plo, phi, elo, ehi)
 
 
-def test_hash_path_is_exercised_and_exact():
-    """Above BRUTE_FORCE_MAX box tests the grid is used; compare on a big scene."""
+@pytest.mark.parametrize("cells_per_entry", [0, 4, 1e9])
+def test_hash_path_is_exercised_and_exact(cells_per_entry, monkeypatch):
+    """Above BRUTE_FORCE_MAX box tests the grid is used; compare on big
+    scenes, one of them two clusters far apart (a grid of mostly empty
+    cells), each cell's edges found by binary search (0 cells per entry),
+    by counting (every grid) and as the solver chooses (4); the same pairs
+    in the same order either way."""
+    monkeypatch.setattr(broad_phase, "CELLS_PER_ENTRY", cells_per_entry)
     rng = np.random.default_rng(0)
     n = 200
     assert n * n > BRUTE_FORCE_MAX
-    for mode in ("tiny", "mixed", "huge", "degenerate"):
-        plo, phi = random_boxes(rng, n, 1.0, mode)
-        elo, ehi = random_boxes(rng, n, 1.0, mode)
+    for mode in ("tiny", "mixed", "huge", "degenerate", "clusters"):
+        spread = 1.0 if mode != "clusters" else 0.05
+        plo, phi = random_boxes(rng, n, spread, "mixed" if mode == "clusters" else mode)
+        elo, ehi = random_boxes(rng, n, spread, "mixed" if mode == "clusters" else mode)
+        if mode == "clusters":
+            for lo, hi in ((plo, phi), (elo, ehi)):
+                lo[n // 2 :] += 1e3
+                hi[n // 2 :] += 1e3
         pi, ei = candidates(plo, phi, elo, ehi)
         assert set(zip(pi.tolist(), ei.tolist(), strict=True)) == brute_pairs(plo, phi, elo, ehi)
+        key = pi * n + ei
+        assert np.all(np.diff(key) > 0)  # sorted by (point, edge): the order the contact sets rely on
 
 
 def test_swept_boxes_contain_motion():
