@@ -33,6 +33,11 @@ def _dof_block_pattern(dofs):
     return dofs[:, pick_r].ravel(), dofs[:, pick_c].ravel()
 
 
+# Systems with at most this many triplets drop the fixed DOFs from all of them at once:
+# testing block by block costs more calls than it saves there.
+WHOLE_ELIMINATION = 20000
+
+
 class Triplets:
     """Accumulates COO triplets of a symmetric global matrix and a gradient.
 
@@ -91,6 +96,8 @@ class Triplets:
         block, most of the entries, when no body vertex is pinned)."""
         if not fixed_mask.any():
             return self.arrays()
+        if sum(len(v) for v in self.vals) <= WHOLE_ELIMINATION:
+            return eliminate_fixed(*self.arrays(), fixed_mask)
         parts = [], [], []
         for rows, cols, vals, dofs in zip(self.rows, self.cols, self.vals, self.block_dofs, strict=True):
             block = rows, cols, vals

@@ -3,6 +3,7 @@ into a global gradient and COO triplets, against a dense accumulation written
 here, and the elimination of fixed DOFs."""
 
 import numpy as np
+import pytest
 from test_linalg import spd_coo
 
 from solver import assembly
@@ -51,11 +52,14 @@ def test_eliminate_fixed_gives_identity_rows():
     assert np.allclose(B, expected)
 
 
-def test_system_is_eliminate_fixed_of_the_arrays():
+@pytest.mark.parametrize("whole_up_to", [0, 10**9])
+def test_system_is_eliminate_fixed_of_the_arrays(whole_up_to, monkeypatch):
     """Triplets.system skips the blocks whose DOFs are all free: the same
     arrays as eliminating the fixed DOFs from all of them, whichever blocks
     a fixed DOF touches (stencils, a pattern with its DOFs, one without,
-    the diagonal), and the plain arrays when nothing is fixed."""
+    the diagonal), and the plain arrays when nothing is fixed; small systems
+    (all at once) and large ones (block by block) alike."""
+    monkeypatch.setattr(assembly, "WHOLE_ELIMINATION", whole_up_to)
     rng = np.random.default_rng(3)
     n_v = 9
     T = assembly.Triplets(2 * n_v)
