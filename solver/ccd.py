@@ -158,7 +158,8 @@ class _Pair:
     """Relative motion of point-edge pairs, each (n,2): A = p - e0, B = p - e1,
     E = e1 - e0 at t = 0 and their displacements, plus the coefficients of
     c(t) = cross(E, A) = c0 + c1 t + c2 t^2 (twice the signed area of the
-    triangle p, e0, e1) and |E(t)|^2 = ee0 + ee1 t + ee2 t^2, each (n,3)."""
+    triangle p, e0, e1), (n,3), and of |A|^2, |B|^2, A.E, B.E, |E|^2 in t
+    (dots, (n,5,3); ee = its last row, |E(t)|^2 = ee0 + ee1 t + ee2 t^2)."""
 
     def __init__(self, X, dX):
         # the vectors A, B, E side by side (n, 3, 2), and their displacements

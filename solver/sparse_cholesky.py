@@ -380,6 +380,11 @@ def triangular_inverse(L):
 _FAST_ADD_AT = np.lib.NumpyVersion(np.__version__) >= "1.25.0"
 
 
+# A forward sweep with many right-hand sides works on the fronts they reach only
+# (the live ones) when those are at most this fraction of a group's fronts.
+SUBSET_SWEEP = 0.5
+
+
 class Factor:
     """Numeric factor: per group, L11^-1 (g, k, k) and L21 (g, u, k)."""
 
@@ -491,11 +496,6 @@ class Factor:
                     w[rows] -= np.add.reduceat((l21[live] @ y).reshape(-1, r)[order], starts, axis=0)
             w[n] = 0.0
         return w
-
-
-# A forward sweep with many right-hand sides works on the fronts they reach only
-# (the live ones) when those are at most this fraction of a group's fronts.
-SUBSET_SWEEP = 0.5
 
 
 def _common_prefix(rows, cols, old_rows, old_cols):
