@@ -101,6 +101,12 @@ def test_swept_boxes_contain_motion():
         for s in np.linspace(0, 1, 5):
             q = (1 - s) * x[edges[:, 0]] + s * x[edges[:, 1]]
             assert np.all(elo <= q + 1e-12) and np.all(q <= ehi + 1e-12)
+    # tight: each bound is one of the four end positions; a box at rest (x1 is x0) too
+    for a, b in ((x0, x1), (x0, x0)):
+        ends = np.stack([a[edges[:, 0]], a[edges[:, 1]], b[edges[:, 0]], b[edges[:, 1]]], axis=1)
+        elo, ehi = edge_boxes(a, b, edges)
+        np.testing.assert_array_equal(elo, ends.min(axis=1))
+        np.testing.assert_array_equal(ehi, ends.max(axis=1))
 
 
 def test_empty_inputs():
