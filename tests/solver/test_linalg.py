@@ -143,6 +143,57 @@ def test_band_ordering_is_reused_and_recomputed_when_the_band_grows():
     assert np.allclose(A2 @ x, b, rtol=0, atol=1e-9)
 
 
+def _reference_band_storage(order, rows, cols, vals, n, band):
+    """Upper band storage ab[band + i - j, j] of the matrix in the ordering's
+    order, from the dense matrix (written here)."""
+    A = np.zeros((n, n))
+    np.add.at(A, (order.inv[rows], order.inv[cols]), vals)
+    ab = np.zeros((band + 1, n))
+    for i in range(n):
+        for j in range(i, min(n, i + band + 1)):
+            ab[band + i - j, j] = A[i, j]
+    return ab
+
+
+def test_band_storage_reuses_the_shared_prefix_of_the_last_pattern():
+    """The banded path keeps the last pattern's entries in band order and
+    recomputes only those after the prefix a new pattern shares with it (all
+    of them when the band or the ordering changes): over a sequence of
+    patterns (the same twice, one more contact at the end, a longer band, a
+    shorter pattern, a far coupling that reorders) the band storage equals
+    the one written here from the dense matrix, and it is what the solve
+    factors."""
+    rng = np.random.default_rng(11)
+    n = 120
+    rows, cols, vals, _ = banded_spd_coo(rng, n, 3)
+    order = linalg.BandOrdering()
+    _, _, band0 = order.band_of(rows, cols, n)
+    # couplings in the ordering's order: one inside the band, one widening it a
+    # little (positions recomputed, no new ordering)
+    near = [(order.perm[p], order.perm[p + d]) for p, d in ((5, band0 // 2), (30, band0 + 2))]
+    patterns = [(rows, cols), (rows, cols)]
+    for a, b in near:
+        r, c = patterns[-1]
+        patterns.append((np.concatenate([r, [a, b]]), np.concatenate([c, [b, a]])))
+    # the first coupling replaced by another one (the patterns differ before the last's end)
+    a, b = order.perm[60], order.perm[60 + band0 // 2]
+    patterns.insert(3, (np.concatenate([rows, [a, b]]), np.concatenate([cols, [b, a]])))
+    patterns.append((rows, cols))  # shorter again
+    patterns.append((np.concatenate([rows, [0, n - 1]]), np.concatenate([cols, [n - 1, 0]])))
+    bands = []
+    for r, c in patterns:
+        v = np.concatenate([vals, rng.uniform(-0.05, 0.05, len(r) - len(vals))])
+        perm_before = order.perm
+        got = order.banded(r, c, n, 1e12)
+        assert got is not None
+        positions, band = got
+        bands.append((band, order.perm is perm_before))
+        ab = linalg._band_storage(positions, band, v, n)
+        np.testing.assert_array_equal(ab, _reference_band_storage(order, r, c, v, n, band))
+    assert bands[4] == (band0 + 2, True)  # the band grew, in the same order
+    assert not bands[-1][1]  # and the far coupling reordered
+
+
 def test_numpy_paths_detect_indefinite(monkeypatch):
     rng = np.random.default_rng(9)
     rows, cols, vals, _ = banded_spd_coo(rng, 50, 3)
