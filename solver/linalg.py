@@ -180,11 +180,21 @@ def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None)
     """
     if method == "auto":
         method = "scipy" if HAVE_SCIPY else "numpy"
+    n = len(rhs)
+    # the Cholesky factorization of factorize, except for a tiny system that need
+    # not be definite on the numpy path: the dense LU at once, no Cholesky test first
+    if method == "scipy" or n > TINY_DENSE or require_pd:
+        try:
+            return factorize(rows, cols, vals, n, method, ordering).solve(rhs)
+        except NotPositiveDefinite:
+            if require_pd:
+                raise
+    # not positive definite: dense LU for small systems, else SuperLU (scipy) or PCG
+    if n <= (TINY_DENSE if method == "scipy" else DENSE_LIMIT):
+        return _dense_solve(_dense(rows, cols, vals, n), rhs)
     if method == "scipy":
-        if not HAVE_SCIPY:
-            raise ImportError("linear_solver='scipy' requested but scipy is not importable")
-        return _solve_scipy(rows, cols, vals, rhs, require_pd, ordering or BandOrdering())
-    return _solve_numpy(rows, cols, vals, rhs, require_pd, ordering or BandOrdering())
+        return _superlu(rows, cols, vals, rhs)
+    return _pcg(rows, cols, vals, rhs, require_pd=require_pd)
 
 
 @dataclass(frozen=True)
@@ -265,57 +275,8 @@ def _band_storage(positions, band, vals, n):
     return np.bincount(positions, weights=vals, minlength=(band + 1) * n + 1)[:-1].reshape(band + 1, n)
 
 
-def _solve_numpy(rows, cols, vals, rhs, require_pd, ordering):
-    """numpy only: dense for tiny systems, else the sparse Cholesky; when the
-    matrix is not positive definite (and require_pd is off): dense LU up to
-    DENSE_LIMIT, else PCG."""
-    n = len(rhs)
-    if n > TINY_DENSE:
-        try:
-            return ordering.sparse.solve(rows, cols, vals, rhs)
-        except NotPositiveDefiniteFront:
-            if require_pd:
-                raise NotPositiveDefinite("sparse Cholesky failed") from None
-    if n <= DENSE_LIMIT:
-        A = _dense(rows, cols, vals, n)
-        if require_pd:
-            try:
-                np.linalg.cholesky(A)
-            except np.linalg.LinAlgError:
-                raise NotPositiveDefinite("dense Cholesky failed") from None
-        return _dense_solve(A, rhs)
-    return _pcg(rows, cols, vals, rhs, require_pd=require_pd)
-
-
 def _dense(rows, cols, vals, n):
     return np.bincount(rows * n + cols, weights=vals, minlength=n * n).reshape(n, n)
-
-
-def _solve_scipy(rows, cols, vals, rhs, require_pd, ordering):
-    n = len(rhs)
-    if n <= TINY_DENSE:
-        A = _dense(rows, cols, vals, n)
-        c, info = _lapack.dpotrf(A, lower=True, clean=False, overwrite_a=True)
-        if info == 0:
-            return _lapack.dpotrs(c, rhs, lower=True)[0]
-        return _not_pd(require_pd, lambda: _dense_solve(_dense(rows, cols, vals, n), rhs))
-    banded = ordering.banded(rows, cols, n, BAND_FLOPS)
-    if banded:
-        ab = _band_storage(*banded, vals, n)
-        _, y, info = _lapack.dpbsv(ab, rhs[ordering.perm], lower=0, overwrite_ab=True, overwrite_b=True)
-        if info == 0:
-            return y[ordering.inv]
-        return _not_pd(require_pd, lambda: _superlu(rows, cols, vals, rhs))
-    try:
-        return ordering.sparse.solve(rows, cols, vals, rhs)
-    except NotPositiveDefiniteFront:
-        return _not_pd(require_pd, lambda: _superlu(rows, cols, vals, rhs))
-
-
-def _not_pd(require_pd, fallback):
-    if require_pd:
-        raise NotPositiveDefinite("Cholesky factorization failed")
-    return fallback()
 
 
 def _superlu(rows, cols, vals, rhs, require_pd=False):
