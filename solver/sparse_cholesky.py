@@ -66,11 +66,17 @@ class _Group:
         rows).  Computed once, for the forward sweeps with many right-hand
         sides, where a scatter by bincount would zero (n, r) per group."""
         if self._update_rows is None:
-            flat = self.upd.ravel()
-            order = np.argsort(flat, kind="stable")
-            rows, starts = np.unique(flat[order], return_index=True)
-            self._update_rows = (rows, order, starts)
+            self._update_rows = _row_sums(self.upd.ravel())
         return self._update_rows
+
+
+def _row_sums(flat):
+    """(rows, order, starts) that sum updates to the positions flat (m,),
+    repeats included: the distinct positions, and the stable sort and
+    segment starts for np.add.reduceat (each row's updates in their order)."""
+    order = np.argsort(flat, kind="stable")
+    rows, starts = np.unique(flat[order], return_index=True)
+    return rows, order, starts
 
 
 class Symbolic:
@@ -490,9 +496,7 @@ class Factor:
                 w[grp.own[live]] = y
                 if grp.u:
                     # the same sums in the same order as above, without the dead fronts' zeros
-                    flat = grp.upd[live].ravel()
-                    order = np.argsort(flat, kind="stable")
-                    rows, starts = np.unique(flat[order], return_index=True)
+                    rows, order, starts = _row_sums(grp.upd[live].ravel())
                     w[rows] -= np.add.reduceat((l21[live] @ y).reshape(-1, r)[order], starts, axis=0)
             w[n] = 0.0
         return w
