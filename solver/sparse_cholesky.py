@@ -103,8 +103,6 @@ class Symbolic:
         self.perm = (b * order[:, None] + np.arange(b)).ravel()  # (n,) DOF at each position
         self.inv = np.empty(n, np.intp)
         self.inv[self.perm] = np.arange(n)
-        self.bounds = b * bounds  # (m + 1,) DOF position range of each node
-        self.node_of_pos = np.repeat(np.arange(len(bounds) - 1), np.diff(self.bounds))  # (n,)
         self.vpos = np.empty(nv, np.intp)
         self.vpos[order] = np.arange(nv)
         self._fronts(indptr, indices)
@@ -121,7 +119,10 @@ class Symbolic:
     def _fronts(self, indptr, indices):
         """Update sets, tree, groups and index maps for the vertex graph (CSR)."""
         order, bounds = self.ordering
-        self.update, self.parent = _update_sets(indptr, indices, order, self.vpos, bounds, self.block)
+        update, parent = _update_sets(indptr, indices, order, self.vpos, bounds, self.block)
+        bounds, self.update, self.parent = _amalgamate(bounds, update, parent, self.block)
+        self.bounds = self.block * bounds  # (m + 1,) DOF position range of each node
+        self.node_of_pos = np.repeat(np.arange(len(bounds) - 1), np.diff(self.bounds))  # (n,)
         self._groups()
         self._front_keys()
         self._extend_add_maps()
@@ -130,7 +131,7 @@ class Symbolic:
         """Dense flops of one factorization without padding (a cost estimate)."""
         k = np.diff(self.bounds).astype(float)
         u = np.array([len(x) for x in self.update], float)
-        return float(np.sum(k**3 / 3 + k**2 * u + k * u**2))
+        return float(np.sum(_front_flops(k, u)))
 
     def _groups(self):
         """Split the nodes into groups by height and front size."""
@@ -321,6 +322,52 @@ def _merge_buckets(buckets, own, upd):
         g[i], k[i], u[i] = g[i] + g[j], max(k[i], k[j]), max(u[i], u[j])
         g, k, u = np.delete(g, j), np.delete(k, j), np.delete(u, j)
     return buckets
+
+
+AMALGAMATE_COST = 2e-5  # s: a node joins its parent when the merged front costs at most this much more
+
+
+def _front_flops(k, u):
+    """Dense flops of a front of k own and u update DOFs (k, u arrays or floats)."""
+    return k**3 / 3 + k * k * u + k * u * u
+
+
+def _amalgamate(bounds, update, parent, block):
+    """Relaxed supernode amalgamation of the tree (bounds (m + 1,) vertex
+    positions, update sets and parent (m,) of :func:`_update_sets`): a node
+    joins its parent when the parent is the next node of the order (their
+    ranges are then one) and the merged front's extra flops cost at most
+    AMALGAMATE_COST (FLOP_COST per flop).  Returns (bounds, update, parent)
+    of the merged tree.
+
+    Every node is a stack of dense operations of its group: a node alone at
+    its height costs a group's numpy calls (GROUP_COST) in every
+    factorization and solve.  Contacts between bodies dissected apart (an
+    order kept from before they touched) make chains of such nodes, small
+    separators of one body coupled to the other body's separators.  Merged,
+    the child's columns are stored densely against its parent's rows (the
+    extra flops), and the merged node's update set is the parent's (the
+    child's update positions beyond the parent are in the parent's).
+    """
+    m = len(bounds) - 1
+    own = np.diff(bounds) * float(block)
+    upd = np.array([len(u) for u in update], float)
+    joins = np.zeros(m, bool)  # node k + 1 joins node k's merged node (k its last child)
+    size = own.copy()  # own DOFs of the merged node ending at each node
+    for c in np.flatnonzero(parent[:-1] == np.arange(1, m)):
+        p = c + 1
+        merged = _front_flops(size[c] + own[p], upd[p])
+        extra = merged - _front_flops(size[c], upd[c]) - _front_flops(own[p], upd[p])
+        if extra * FLOP_COST <= AMALGAMATE_COST:
+            joins[c] = True
+            size[p] += size[c]
+    if not joins.any():
+        return bounds, update, parent
+    first = np.concatenate([[True], ~joins[:-1]])  # node k starts a merged node
+    new_id = np.cumsum(first) - 1
+    last = np.flatnonzero(~joins)  # the top node of each merged node
+    new_parent = np.where(parent[last] >= 0, new_id[np.maximum(parent[last], 0)], -1)
+    return np.append(bounds[:-1][first], bounds[-1]), [update[k] for k in last], new_parent
 
 
 def _update_sets(indptr, indices, order, vpos, bounds, block):

@@ -14,13 +14,15 @@ import solver.newton as newton_module
 import solver.sparse_cholesky as sparse_cholesky
 from solver import linalg, simulate
 from solver.examples import compressing_squares, pile
-from solver.ordering import nested_dissection, vertex_graph
+from solver.ordering import nested_dissection, vertex_edges, vertex_graph
 from solver.simulation import Simulation
 from solver.sparse_cholesky import (
     NotPositiveDefiniteFront,
     SparseCholesky,
     Symbolic,
+    _amalgamate,
     _lower_triangles,
+    _update_sets,
     triangular_inverse,
 )
 from tests.solver.test_numpy_path import STEPS, _child_run
@@ -173,6 +175,66 @@ def test_nested_dissection_is_an_elimination_tree(seed, n_vertex, density):
         while up != b:
             up = parent[up]
             assert up != -1, "an edge joins two nodes of which neither is an ancestor of the other"
+
+
+def grid_edges(side, offset=0):
+    """Vertex pairs (i, j) of a side x side grid with diagonals, vertices offset on."""
+    v = np.arange(side * side).reshape(side, side) + offset
+    pairs = [(v[:, :-1], v[:, 1:]), (v[:-1, :], v[1:, :]), (v[:-1, :-1], v[1:, 1:])]
+    return np.concatenate([np.stack([a.ravel(), b.ravel()], axis=1) for a, b in pairs])
+
+
+@pytest.mark.parametrize("budget", [-1.0, 2e-5, np.inf])
+def test_amalgamated_tree_is_the_tree_of_the_merged_nodes(budget, monkeypatch):
+    """Two grids dissected apart, then coupled by contacts (a refront: the old
+    order, chains of small separators): the merged nodes are runs of nodes
+    each the parent of the one before, and their update sets and parents are
+    those computed afresh for the merged ranges.  The merged analysis still
+    factors the matrix, with fewer groups."""
+    monkeypatch.setattr(sparse_cholesky, "AMALGAMATE_COST", budget)
+    rng = np.random.default_rng(3)
+    side = 14
+    nv = 2 * side * side
+    apart = np.concatenate([grid_edges(side), grid_edges(side, side * side)])
+    first, second = rng.integers(0, side * side, (2, 6))
+    both = np.concatenate([apart, np.stack([first, side * side + second], axis=1)])
+    graph_apart = vertex_graph(apart[:, 0], apart[:, 1], nv, 1, symmetric=False)
+    order, bounds, _ = nested_dissection(*graph_apart, leaf=8)
+    vpos = np.empty(nv, np.intp)
+    vpos[order] = np.arange(nv)
+    indptr, indices = vertex_graph(both[:, 0], both[:, 1], nv, 1, symmetric=False)
+    update, parent = _update_sets(indptr, indices, order, vpos, bounds, 2)
+    merged_bounds, merged_update, merged_parent = _amalgamate(bounds, update, parent, 2)
+    # each merged node is a run of original nodes, each the parent of the one before
+    assert merged_bounds[0] == 0 and merged_bounds[-1] == nv
+    assert np.all(np.isin(merged_bounds, bounds))
+    joined = ~np.isin(bounds[1:-1], merged_bounds)  # node k + 1 joined node k
+    assert np.all(parent[:-1][joined] == np.flatnonzero(joined) + 1)
+    if budget < 0.0:
+        assert not joined.any()
+    if budget == np.inf:  # every node that is its parent's predecessor joins it
+        assert np.array_equal(joined, parent[:-1] == np.arange(1, len(parent)))
+    fresh_update, fresh_parent = _update_sets(indptr, indices, order, vpos, merged_bounds, 2)
+    assert np.array_equal(merged_parent, fresh_parent)
+    for a, b in zip(merged_update, fresh_update, strict=True):
+        assert np.array_equal(a, b)
+    # the factorization on the merged tree (a refront of the coupled pattern)
+    keys = vertex_edges(both[:, 0], both[:, 1], nv, 1, symmetric=False)
+    lo, hi = keys // nv, keys % nv
+    d = np.arange(2)
+    stencil = np.concatenate([2 * lo[:, None] + d, 2 * hi[:, None] + d], axis=1)
+    rows = np.concatenate([np.repeat(stencil, 4, axis=1).ravel(), np.arange(2 * nv)])
+    cols = np.concatenate([np.tile(stencil, (1, 4)).ravel(), np.arange(2 * nv)])
+    M = rng.normal(size=(len(keys), 4, 4))
+    vals = np.concatenate([(M @ np.swapaxes(M, 1, 2)).ravel(), np.full(2 * nv, 0.5)])
+    sym = Symbolic(rows, cols, 2 * nv, ordering=(order, bounds), edges=keys)
+    assert len(sym.bounds) == len(merged_bounds)
+    b = rng.normal(size=2 * nv)
+    assert_solves(dense(rows, cols, vals, 2 * nv), sym.factor(vals).solve(b), b)
+    if budget > 0.0:
+        monkeypatch.setattr(sparse_cholesky, "AMALGAMATE_COST", -1.0)
+        unmerged = Symbolic(rows, cols, 2 * nv, ordering=(order, bounds), edges=keys)
+        assert len(sym.groups) < len(unmerged.groups)
 
 
 def test_triangular_inverse_matches_inverse():
