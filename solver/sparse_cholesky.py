@@ -300,8 +300,13 @@ FLOP_COST = 0.1e-9  # s per flop of the dense kernels
 ENTRY_COST = 1.5e-9  # s per front entry (assembly, extend-add)
 
 
+def _front_flops(k, u):
+    """Dense flops of a front of k own and u update DOFs (k, u arrays or floats)."""
+    return k**3 / 3 + k * k * u + k * u * u
+
+
 def _group_cost(g, k, u):
-    return GROUP_COST + g * (FLOP_COST * (k**3 / 3 + k * k * u + k * u * u) + ENTRY_COST * (k + u) ** 2)
+    return GROUP_COST + g * (FLOP_COST * _front_flops(k, u) + ENTRY_COST * (k + u) ** 2)
 
 
 def _merge_buckets(buckets, own, upd):
@@ -326,11 +331,6 @@ def _merge_buckets(buckets, own, upd):
 
 
 AMALGAMATE_COST = 2e-5  # s: a node joins its parent when the merged front costs at most this much more
-
-
-def _front_flops(k, u):
-    """Dense flops of a front of k own and u update DOFs (k, u arrays or floats)."""
-    return k**3 / 3 + k * k * u + k * u * u
 
 
 def _amalgamate(bounds, update, parent, block):
