@@ -4,6 +4,7 @@ central differences in the |u| < eps and |u| > eps regions, PSD projection,
 and the frozen normal force / tangent / friction coefficient."""
 
 import math
+import types
 
 import numpy as np
 import pytest
@@ -312,3 +313,44 @@ def test_friction_pieces_match_the_energy_on_their_own_piece(mu_static):
     sel = np.array([1, 4, 6])
     f_sub, _ = friction.piece_force_curvature(fs, sel, u[sel], piece[sel], eps)
     assert np.allclose(f_sub, f[sel])
+
+
+@pytest.mark.parametrize("project", [False, True])
+def test_piece_update_turns_the_hessian_into_the_pieces_hessian(project):
+    """newton.piece_update: the friction Hessian at x plus the rank-1 bends
+    is the Hessian of every contact on its piece, the projected one included
+    (there both sides are clamped at zero: a slip in the blend between static
+    and kinetic friction, mu_s > mu_k, has negative exact curvature that the
+    projected Hessian does not hold).  Its gradient change likewise."""
+    from solver.newton import piece_update
+
+    rng = np.random.default_rng(9)
+    eps, n = 1e-3, 6
+    fs = synthetic_set(rng, n, 1, mu_static=True)
+    u = np.array([1.5, -1.7, 0.5, 3.0, 1.2, -0.4]) * eps  # two in the blend (|u| < 2 eps)
+    disp = np.zeros((2 * n, 2))
+    for k in range(n):  # one vertex of each stencil moved along w so that its slip is u_k
+        wk = fs.w[k]
+        disp[fs.idx[k, 0]] = u[k] * wk[:2] / (wk[:2] @ wk[:2])
+    at_x = friction.regime(u, eps)
+    pieces = np.array([0, 0, 1, -1, 1, 0], np.int8)  # slides go static, a stick slides, ...
+    consts = types.SimpleNamespace(h=1.0, eps=eps)
+    dg, bends = piece_update(consts, 4 * n, [(fs, np.zeros(n, bool))], [u], [at_x], [pieces], project)
+    H = friction.hessian(fs, disp, eps, project=project)
+    ((dofs, w, dc),) = bends
+    for row, wk, c in zip(dofs, w, dc, strict=True):
+        k = int(np.flatnonzero((fs.dofs == row).all(axis=1))[0])
+        H[k] += c * np.outer(wk, wk)
+    everyone, changed = np.ones(n, bool), pieces != at_x
+    f_piece, c_piece = friction.piece_force_curvature(fs, everyone, u, pieces, eps)
+    f_true, c_true = friction.force_curvature(fs, everyone, u, eps)
+    f_want, c_want = np.where(changed, f_piece, f_true), np.where(changed, c_piece, c_true)
+    if project:
+        c_want = np.maximum(c_want, 0.0)
+    assert (c_want < 0.0).any() != project  # the blend's negative curvature is held only if exact
+    np.testing.assert_allclose(H, c_want[:, None, None] * np.einsum("ni,nj->nij", fs.w, fs.w), atol=1e-9)
+    g = np.zeros(4 * n)
+    np.add.at(g, fs.dofs.ravel(), friction.gradient(fs, disp, eps).ravel())
+    g_piece = np.zeros(4 * n)
+    np.add.at(g_piece, fs.dofs.ravel(), (f_want[:, None] * fs.w).ravel())
+    np.testing.assert_allclose(g + dg, g_piece, atol=1e-9)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_analytic import slope_scene
 
-from solver import Scene, SimParams, Simulation
+from solver import HalfPlane, Scene, SimParams, Simulation
 from solver.assembly import Triplets
 from solver.newton import VERTEX_SLACK, body_imbalance, force_imbalance, vertex_imbalance
 
@@ -286,3 +286,60 @@ def test_touching_bodies_reused_from_the_last_summary_match_a_fresh_measurement(
     np.testing.assert_array_equal(other._touching_bodies(cs), sim._touching_bodies(cs))
     other._state_touching = sim._state_touching = None
     np.testing.assert_array_equal(other._touching_bodies(cs), sim._touching_bodies(cs))
+
+
+def test_a_reversed_slide_is_modelled_static_first():
+    """next_piece: a slip that crosses zero passes the static zone, so a
+    sliding contact the step reverses goes static, never straight to the
+    opposite slide; from static a contact goes where it lands."""
+    from solver.newton import next_piece
+
+    piece = np.array([1, 1, -1, -1, 0, 0, 1], np.int8)
+    lands = np.array([-1, 0, 1, 0, 1, -1, 1], np.int8)
+    np.testing.assert_array_equal(next_piece(piece, lands), [0, 0, 0, 0, 1, -1, 1])
+    assert next_piece(piece, lands).dtype == piece.dtype
+
+
+def test_a_block_stopping_within_the_step_is_solved_in_one_round(monkeypatch):
+    """A block sliding on the ground so slowly that friction stops it within
+    one step: the exact Newton step (sliding: no friction curvature) sends
+    its slip across zero; the first regime round models its ground contacts
+    static (not sliding backwards, whose reversed force would send the block
+    forwards again), and that model is the step's answer: no second round,
+    the block's bottom at rest after the step (sticking: slower than eps_v;
+    its top rocks on)."""
+    from test_friction_closed_forms import GAP, SIDE, _block, _params
+
+    from solver import newton
+
+    monkeypatch.setattr(newton, "REGIME_MIN_DOFS", 0)  # this scene is below it
+    mu, dt, eps_v = 0.5, 0.01, 1e-3
+    scene = Scene(
+        bodies=(_block((0.0, 0.5 * SIDE + GAP), mu=mu),),
+        half_planes=(HalfPlane((0.0, 0.0), (0.0, 1.0), mu, "ground"),),
+        params=_params(dt, eps_v),
+    )
+    sim = Simulation(scene)
+    for _ in range(30):
+        sim.step()
+    sim.v[:, 0] += 0.6 * mu * 9.81 * dt  # friction takes it all within the step
+    rounds = []
+    real_rounds, real_woodbury = newton.regime_consistent_step, newton._woodbury_step
+
+    def woodbury(ip, g, factor, fixed_dof, sets, slips, at_x, pieces, project=False):
+        rounds[-1].append([p.copy() for p in pieces])
+        return real_woodbury(ip, g, factor, fixed_dof, sets, slips, at_x, pieces, project)
+
+    def consistent(*args, **kw):
+        rounds.append([])
+        return real_rounds(*args, **kw)
+
+    monkeypatch.setattr(newton, "_woodbury_step", woodbury)
+    monkeypatch.setattr(newton, "regime_consistent_step", consistent)
+    assert sim.step().converged
+    first = rounds[0]
+    assert len(first) == 1  # one round: its model was consistent
+    (ground,) = first[0]  # the plane friction set: the block's bottom vertices
+    assert len(ground) == 3 and np.all(ground == 0)
+    bottom = np.argsort(sim.body_positions(0)[:, 1])[:3]
+    assert np.abs(sim.v[bottom, 0]).max() < eps_v
