@@ -201,12 +201,12 @@ class Newton:
         while True:
             T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project)
             g = np.where(fixed_dof, 0.0, T.grad)
-            rounds = len(g) >= REGIME_MIN_DOFS  # the regime rounds need the factorization
+            large = len(g) >= REGIME_MIN_DOFS  # the regime rounds run (on the factorization)
             try:
                 with self.timers("linear_solve"):
                     r, c, v = T.system(fixed_dof)
                     factor = None
-                    if not project or rounds:
+                    if not project or large:
                         factor = _factorize(r, c, v, len(g), p.linear_solver, self.ordering, project)
                     if factor is None:
                         dx = solve(r, c, v, -g, p.linear_solver, ordering=self.ordering)
@@ -220,7 +220,7 @@ class Newton:
             dx = dx.reshape(-1, 2)
             if not np.all(np.isfinite(dx)):
                 return Direction(g, T.magnitude, dx, majorize, project, ())
-            rounds = rounds and factor is not None
+            rounds = large and factor is not None
             if rounds:
                 with self.timers("regime_rounds"):
                     dx = regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, project)
@@ -239,6 +239,7 @@ def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, project=Fa
     step's end point puts it in, until no contact changes piece.  A contact
     moves one piece per round (:func:`next_piece`).  project: the Hessian
     factorized is the PSD-projected one (curvatures clamped at zero).
+    Newton calls it on systems of REGIME_MIN_DOFS or more only.
 
     With the linear static zone the friction energy is piecewise quadratic,
     and Newton's model (the pieces at x) sends contacts across the edges of
@@ -259,7 +260,7 @@ def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, project=Fa
     sets = [
         (fs, m > 0) for fs, m in zip((c.pair_friction, c.plane_friction), majorize, strict=True) if len(fs)
     ]
-    if not sets or len(g) < REGIME_MIN_DOFS:
+    if not sets:
         return dx
     disp = x - c.x_prev
     slips = [friction.slip(fs, disp) for fs, _ in sets]
