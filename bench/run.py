@@ -49,6 +49,7 @@ STAGES = (
     ("ccd", "CCD"),
     ("linear_solve", "solve"),
     ("regime_rounds", "regime"),
+    ("exact_cg", "exact CG"),
     ("line_search", "line srch"),
     ("step_setup", "setup"),
     ("other", "other"),

@@ -53,6 +53,7 @@ class Triplets:
         self.block_dofs = []  # per block: the DOFs its entries use, or None (not known)
         self.grad = np.zeros(n_dof)
         self.magnitude = np.zeros(n_dof)
+        self.deficit = []  # (dofs (m, k), N (m, k, k)): what PSD projection added to the matrix
 
     def add_dense_gradient(self, g):
         """Add a gradient given for every DOF (n_dof,)."""
@@ -84,6 +85,20 @@ class Triplets:
         g = g.ravel()
         self.grad += np.bincount(dofs, weights=g, minlength=self.n_dof)
         self.magnitude += np.bincount(dofs, weights=np.abs(g), minlength=self.n_dof)
+
+    def add_deficit(self, dofs, N):
+        """Record that PSD projection added the blocks N (m, k, k) (PSD) at
+        the stencil DOFs dofs (m, k) to the matrix: the exact Hessian is
+        the matrix minus their sum (:meth:`deficit_product`)."""
+        if len(N):
+            self.deficit.append((dofs, N))
+
+    def deficit_product(self, p):
+        """(n_dof,) the recorded deficits' sum times p (n_dof,)."""
+        out = np.zeros(self.n_dof)
+        for dofs, N in self.deficit:
+            out += np.bincount(dofs.ravel(), np.einsum("nij,nj->ni", N, p[dofs]).ravel(), self.n_dof)
+        return out
 
     def arrays(self):
         return (np.concatenate(self.rows), np.concatenate(self.cols), np.concatenate(self.vals))

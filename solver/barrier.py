@@ -80,15 +80,16 @@ def pe_hessian(X, case, coef, dhat, project=True):
     return pe_gradient_hessian(X, case, coef, dhat, project)[1]
 
 
-def pe_gradient_hessian(X, case, coef, dhat, project=True):
-    """Per-stencil gradients (n, 6) and Hessians (n, 6, 6) in one pass."""
+def pe_gradient_hessian(X, case, coef, dhat, project=True, deficit=None):
+    """Per-stencil gradients (n, 6) and Hessians (n, 6, 6) in one pass;
+    deficit: see :func:`~solver.linalg.project_psd`."""
     inv = 1.0 / (dhat * dhat)
     d2, g, H = distance_sq_derivatives(X, case)
     b1, b2 = barrier_d1_d2(d2 * inv)
     d1 = coef * b1 * inv
     H *= d1[:, None, None]
     H += (coef * b2 * inv * inv)[:, None, None] * (g[:, :, None] * g[:, None, :])
-    return d1[:, None] * g, (project_psd(H) if project else H)
+    return d1[:, None] * g, (project_psd(H, deficit) if project else H)
 
 
 def pe_contact_force(X, case, coef, dhat):

@@ -130,8 +130,9 @@ _UP = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 1.0, -1.0, 0.0]]) / np.sqrt(2.0)
 _UM = np.array([[1.0, 0.0, 0.0, -1.0], [0.0, 1.0, 1.0, 0.0]]) / np.sqrt(2.0)
 
 
-def projected_stress_derivative(el, F):
-    """dP/dF (m, 4, 4) with negative eigenvalues clamped, in closed form.
+def projected_stress_derivative(el, F, deficit=None):
+    """dP/dF (m, 4, 4) with negative eigenvalues clamped, in closed form;
+    deficit: see :func:`~solver.linalg.project_psd` (here in F's space).
 
     dP/dF = mu I + phi'' g g^T + phi' d2J with g = d2J vec(F) (J is quadratic).
     Split vec(F) = f+ + f- over the eigenspaces of d2J (eigenvalues +-1):
@@ -168,7 +169,12 @@ def projected_stress_derivative(el, F):
     e1 = c[:, None] * vp + s[:, None] * vm
     e2 = -s[:, None] * vp + c[:, None] * vm
     Qt = np.stack([e1, e2, wp, wm], axis=1)  # (m, 4, 4) rows
-    lam = np.maximum(np.stack([l1, l2, el.mu + d1, el.mu - d1], axis=1), 0.0)  # clamped eigenvalues
+    lam = np.stack([l1, l2, el.mu + d1, el.mu - d1], axis=1)
+    if deficit is not None:
+        which = np.flatnonzero(lam.min(axis=1) < 0.0)
+        Qn = Qt[which]
+        deficit.append((which, (np.swapaxes(Qn, 1, 2) * np.maximum(-lam[which], 0.0)[:, None, :]) @ Qn))
+    lam = np.maximum(lam, 0.0)  # clamped eigenvalues
     # Q diag(lam) Q^T; both matmul operands contiguous (batched matmul is
     # several times slower on swapped-axes views)
     return (np.swapaxes(Qt, 1, 2) * lam[:, None, :]) @ Qt
@@ -188,14 +194,22 @@ def stress_derivative(el, F):
     )
 
 
-def gradient_hessian(el, x, project=True):
-    """Per-element gradients (m, 6) and Hessians (m, 6, 6) sharing F."""
+def gradient_hessian(el, x, project=True, deficit=None):
+    """Per-element gradients (m, 6) and Hessians (m, 6, 6) sharing F;
+    deficit: see :func:`~solver.linalg.project_psd`."""
     F = deformation_gradient(el, x)
     m = len(F)
     J = _det(F)
     cof = _cofactor(F)
     P = _stress(el, F, J, cof).reshape(m, 1, 4)
-    C = projected_stress_derivative(el, F) if project else stress_derivative(el, F).reshape(m, 4, 4)
+    if not project:
+        C = stress_derivative(el, F).reshape(m, 4, 4)
+    else:
+        in_F = None if deficit is None else []
+        C = projected_stress_derivative(el, F, in_F)
+        if in_F:
+            ((which, D),) = in_F
+            deficit.append((which, (el.BT[which] @ (D * el.area[which, None, None])) @ el.B[which]))
     return el.area[:, None] * (P @ el.B)[:, 0], (el.BT @ (C * el.area[:, None, None])) @ el.B
 
 

@@ -138,10 +138,11 @@ def gradient(fs, dx, eps):
     return _gradient_at(fs, slip(fs, dx), eps)
 
 
-def gradient_hessian(fs, dx, eps, project=True, majorize=None):
-    """Per-contact gradients (n, 2k) and Hessians (n, 2k, 2k) sharing the slip."""
+def gradient_hessian(fs, dx, eps, project=True, majorize=None, deficit=None):
+    """Per-contact gradients (n, 2k) and Hessians (n, 2k, 2k) sharing the
+    slip; deficit: see :func:`~solver.linalg.project_psd`."""
     u = slip(fs, dx)
-    return _gradient_at(fs, u, eps), _hessian_at(fs, u, eps, project, majorize)
+    return _gradient_at(fs, u, eps), _hessian_at(fs, u, eps, project, majorize, deficit)
 
 
 def hessian(fs, dx, eps, project=True, majorize=None):
@@ -158,12 +159,16 @@ def _gradient_at(fs, u, eps):
     return (_dphi(u, fs.static, fs.mu_lambda, eps) * np.sign(u))[:, None] * fs.w
 
 
-def _hessian_at(fs, u, eps, project, majorize):
+def _hessian_at(fs, u, eps, project, majorize, deficit=None):
     c = _d2phi(u, fs.static, fs.mu_lambda, eps)
     if majorize is not None and majorize.any():
         y = np.maximum(np.abs(u[majorize]), 1e-6 * eps)
         c[majorize] = _dphi(y, fs.static[majorize], fs.mu_lambda[majorize], eps) / y
     if project:
+        if deficit is not None and (c < 0.0).any():
+            which = np.flatnonzero(c < 0.0)
+            w = fs.w[which]
+            deficit.append((which, -c[which, None, None] * (w[:, :, None] * w[:, None, :])))
         c = np.maximum(c, 0.0)
     return c[:, None, None] * (fs.w[:, :, None] * fs.w[:, None, :])
 

@@ -45,14 +45,22 @@ class NotPositiveDefinite(np.linalg.LinAlgError):
     """The matrix handed to solve(require_pd=True) is not positive definite."""
 
 
-def project_psd(H):
-    """Clamp negative eigenvalues of symmetric matrices (n, k, k) to zero."""
+def project_psd(H, deficit=None):
+    """Clamp negative eigenvalues of symmetric matrices (n, k, k) to zero.
+
+    deficit (optional list): gets (which (m,) indices of the matrices that
+    had a negative eigenvalue, N (m, k, k) = projected - H for them, PSD)
+    appended, what the projection added (see Triplets.add_deficit)."""
     if len(H) == 0:
         return H
     H = 0.5 * (H + np.swapaxes(H, 1, 2))
     w, V = np.linalg.eigh(H)
     if np.all(w >= 0.0):
         return H
+    if deficit is not None:
+        which = np.flatnonzero(w.min(axis=1) < 0.0)
+        Vn = V[which]
+        deficit.append((which, np.einsum("nij,nj,nkj->nik", Vn, np.maximum(-w[which], 0.0), Vn)))
     w = np.maximum(w, 0.0)
     return np.einsum("nij,nj,nkj->nik", V, w, V)
 

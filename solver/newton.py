@@ -38,6 +38,8 @@ REGIME_ROUNDS = 5  # re-solves of a step with the friction regimes its end point
 REGIME_MAX_CONTACTS = 64  # ... only while at most this many friction curvatures change (rank of the update)
 REGIME_SWITCHES = 3  # a contact that changes piece this many times in one step's rounds is held static
 REGIME_MIN_DOFS = 1000  # ... and only on systems this large (smaller ones factor faster than a round)
+CG_ITERS = 10  # conjugate-gradient iterations on the exact Hessian from a projected step (as large)
+CG_TOL = 0.1  # ... until the preconditioned residual is this fraction of the first
 
 
 @dataclass(frozen=True)
@@ -198,10 +200,10 @@ class Newton:
         slip.
         """
         p = self.params
+        large = len(fixed_dof) >= REGIME_MIN_DOFS  # the regime rounds and CG run (on the factorization)
         while True:
-            T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project)
+            T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project, deficit=large)
             g = np.where(fixed_dof, 0.0, T.grad)
-            large = len(g) >= REGIME_MIN_DOFS  # the regime rounds run (on the factorization)
             try:
                 with self.timers("linear_solve"):
                     r, c, v = T.system(fixed_dof)
@@ -221,6 +223,11 @@ class Newton:
             if not np.all(np.isfinite(dx)):
                 return Direction(g, T.magnitude, dx, majorize, project, ())
             rounds = large and factor is not None
+            if project and rounds and T.deficit:
+                with self.timers("exact_cg"):
+                    dx = exact_model_step(factor.solve, T.deficit_product, g, dx.ravel(), ~fixed_dof).reshape(
+                        -1, 2
+                    )
             if rounds:
                 with self.timers("regime_rounds"):
                     dx = regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, project)
@@ -230,6 +237,52 @@ class Newton:
             zero_slip = ip.zero_slip_fractions(x, dx)
             majorize = next_majorize(majorize, tuple(f < 1.0 for f in zero_slip), project and not rounds)
             return Direction(g, T.magnitude, dx, majorize, project, zero_slip)
+
+
+def exact_model_step(solve, deficit_product, g, step, free):
+    """The Newton step (2N,) of the exact Hessian H = P - N, by conjugate
+    gradients on H dx = -g preconditioned with P, the PSD-projected Hessian
+    (solve: P^-1 b from its factorization), where N (PSD, deficit_product:
+    N p) is what the projection added.  step (2N,): P^-1 (-g), the
+    projected Newton step, which is CG's first direction; free (2N,) bool:
+    the DOFs not fixed.
+
+    Far from a solution the exact Hessian of a pile is indefinite (a body
+    rocking on a corner: the barrier's curvature across a point-point
+    contact is negative), so Newton solves with P.  But P overestimates
+    the curvature along its own step (the clamped eigenvalues), and where
+    the energy falls faster than P's model, projected Newton creeps
+    (linear convergence; walking off a saddle, its step grows for tens of
+    iterations).  CG from zero takes the projected step scaled to the
+    exact curvature along it, then corrects it in the few directions where
+    P and H differ (N has low rank, the stencils with clamped
+    eigenvalues).  It stops after CG_ITERS iterations, once the
+    preconditioned residual is CG_TOL of the first, or at a direction of
+    negative curvature, returning the iterate so far (the projected step if
+    that is the first direction: the model has no minimum along it and
+    the line search decides).  Costs one solve with P per iteration.
+    """
+    r = -g
+    z = step
+    p, Pp = z, r  # search direction and P times it (P z = r: no product with P needed)
+    dx = np.zeros_like(g)
+    rz = float(r @ z)
+    stop = CG_TOL * CG_TOL * rz
+    for k in range(CG_ITERS):
+        q = Pp - np.where(free, deficit_product(np.where(free, p, 0.0)), 0.0)  # H p
+        curvature = float(p @ q)
+        if not curvature > 0.0:
+            return step if k == 0 else dx
+        a = rz / curvature
+        dx = dx + a * p
+        r = r - a * q
+        z = solve(r)
+        rz, rz_old = float(r @ z), rz
+        if rz <= stop:
+            break
+        beta = rz / rz_old
+        p, Pp = z + beta * p, r + beta * Pp
+    return dx
 
 
 def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, project=False):

@@ -78,18 +78,21 @@ class IncrementalPotential:
         return float(inertia + c.h * c.h * psi + pen)
 
     # ------------------------------------------------------ gradient + Hessian
-    def gradient_hessian(self, x, cs: ContactSet, majorize=(None, None), project=True):
+    def gradient_hessian(self, x, cs: ContactSet, majorize=(None, None), project=True, deficit=False):
         """Returns a filled :class:`Triplets` (gradient in ``.grad``).
 
         project: PSD-project the elastic, barrier and friction Hessians (else exact).
         majorize: per friction set (pairs, planes), None or (n,) bool of
         contacts given the majorizing curvature (see friction.hessian).
+        deficit: (when projecting) also record in the Triplets what the
+        projection added, per stencil (:meth:`Triplets.add_deficit`).
         """
         m, c = self.m, self.c
         n = m.n
         T = Triplets(2 * n)
         h2 = c.h * c.h
         tm = self.timers
+        added = [] if deficit and project else None  # (stencils, blocks) of one energy at a time
         with tm("inertia+penalty"):
             T.add_dense_gradient((m.mass[:, None] * (x - c.x_tilde)).ravel())
             diag = np.repeat(m.mass, 2)
@@ -101,18 +104,20 @@ class IncrementalPotential:
             T.add_diagonal(np.arange(2 * n), diag)
         with tm("elasticity"):
             el = m.elements
-            g, H = elasticity.gradient_hessian(el, x, project)
+            g, H = elasticity.gradient_hessian(el, x, project, added)
             T.add_gradient_at(el.dofs, h2 * g)
             T.add_pattern(el.rows, el.cols, h2 * H, el.dofs)
+            _record(T, added, el.dofs.reshape(len(g), -1), h2)
         with tm("barrier"):
-            self._barrier_terms(T, x, cs, project)
+            self._barrier_terms(T, x, cs, project, added)
         with tm("friction"):
             disp = x - c.x_prev
             for fs, mm in zip((c.pair_friction, c.plane_friction), majorize, strict=True):
                 if len(fs):
-                    g, H = friction.gradient_hessian(fs, disp, c.eps, project, mm)
+                    g, H = friction.gradient_hessian(fs, disp, c.eps, project, mm, added)
                     T.add_gradient_at(fs.dofs.ravel(), h2 * g)
                     T.add_pattern(*fs.pattern, h2 * H, fs.dofs)
+                    _record(T, added, fs.dofs, h2)
         return T
 
     def gradient(self, x, cs: ContactSet):
@@ -159,9 +164,9 @@ class IncrementalPotential:
             friction.zero_slip_fraction(fs, disp, dx, c.eps) for fs in (c.pair_friction, c.plane_friction)
         )
 
-    def _barrier_terms(self, T, x, cs, project=True):
+    def _barrier_terms(self, T, x, cs, project=True, added=None):
         """Point-edge and half-plane barrier gradients/Hessians into T
-        (only stencils inside dhat contribute)."""
+        (only stencils inside dhat contribute); added: see gradient_hessian."""
         c = self.c
         h2 = c.h * c.h
         if len(cs):
@@ -169,11 +174,13 @@ class IncrementalPotential:
             case, d2 = cs.cases_and_distance_sq(X)
             act = d2 < c.dhat * c.dhat
             if act.all():
-                g, H = barrier.pe_gradient_hessian(X, case, cs.coef, c.dhat, project)
+                g, H = barrier.pe_gradient_hessian(X, case, cs.coef, c.dhat, project, added)
                 T.add_stencils(cs.idx, h2 * g, h2 * H)
+                _record(T, added, stencil_dofs(cs.idx), h2)
             elif act.any():
-                g, H = barrier.pe_gradient_hessian(X[act], case[act], cs.coef[act], c.dhat, project)
+                g, H = barrier.pe_gradient_hessian(X[act], case[act], cs.coef[act], c.dhat, project, added)
                 T.add_stencils(cs.idx[act], h2 * g, h2 * H)
+                _record(T, added, stencil_dofs(cs.idx[act]), h2)
         # half-planes
         if len(self.hp_pts):
             xp = x[self.hp_pts]
@@ -184,3 +191,13 @@ class IncrementalPotential:
                     xp[act], self.hp_point[act], self.hp_normal[act], self.hp_coef[act], c.dhat
                 )
                 T.add_stencils(self.hp_pts[act][:, None], h2 * g, h2 * H)
+
+
+def _record(T, added, dofs, scale):
+    """Move the deficits an energy appended to ``added`` (stencil indices,
+    blocks) into T, at the DOFs dofs (n, k) of its stencils, scaled as its
+    Hessian was (h^2)."""
+    if added:
+        for which, N in added:
+            T.add_deficit(dofs[which], scale * N)
+        added.clear()

@@ -20,6 +20,7 @@ STAGES = (
     "ccd",
     "linear_solve",
     "regime_rounds",
+    "exact_cg",
     "line_search",
     "step_setup",
 )

@@ -36,6 +36,7 @@ STAGES = [
     "CCD",
     "solve",
     "regime",
+    "exact CG",
     "line srch",
     "setup",
     "other",

@@ -131,6 +131,33 @@ def test_projected_stress_derivative_is_eigen_clamp():
     assert n_indef > 10  # the projection was exercised
 
 
+def test_projected_element_hessian_minus_its_deficit_is_the_exact_one():
+    """gradient_hessian(project=True, deficit): the elements whose dP/dF
+    had a negative eigenvalue, each with the PSD block N that projection
+    added to its 6 x 6 Hessian (projected - N = exact); no other element
+    was changed."""
+    rng = np.random.default_rng(6)
+    m = 60
+    rest = np.tile(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), (m, 1))
+    tris = np.arange(3 * m).reshape(m, 3)
+    el = elasticity.make_elements(rest, tris, rng.uniform(1e3, 1e6, m), rng.uniform(0.0, 0.45, m))
+    scale = rng.uniform(0.3, 1.3, m)  # compressed ones are indefinite
+    x = (rest.reshape(m, 3, 2) * scale[:, None, None] + rng.normal(scale=0.05, size=(m, 3, 2))).reshape(-1, 2)
+    assert (signed_areas(x, tris) > 0).all()
+    deficit = []
+    _, P = elasticity.gradient_hessian(el, x, True, deficit)
+    _, H = elasticity.gradient_hessian(el, x, False)
+    ((which, N),) = deficit
+    assert 10 < len(which) < m
+    np.testing.assert_array_equal(
+        which, np.flatnonzero(np.linalg.eigvalsh(H).min(axis=1) < -1e-9 * np.abs(H).max())
+    )
+    assert_close_rel(P[which] - N, H[which], 1e-9, "projected - deficit")
+    others = np.setdiff1d(np.arange(m), which)
+    assert_close_rel(P[others], H[others], 1e-9, "elements the projection left alone")
+    assert np.linalg.eigvalsh(N).min() > -1e-9 * np.abs(N).max()
+
+
 def test_stress_derivative_matches_fd_of_stress():
     rng = np.random.default_rng(5)
     rest = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])

@@ -315,6 +315,27 @@ def test_friction_pieces_match_the_energy_on_their_own_piece(mu_static):
     assert np.allclose(f_sub, f[sel])
 
 
+def test_projected_friction_hessian_minus_its_deficit_is_the_exact_one():
+    """Friction's deficit: the contacts in the blend between static and
+    kinetic friction (mu_s > mu_k: negative curvature), each with the
+    curvature projection added (projected - N = exact)."""
+    rng = np.random.default_rng(10)
+    eps, n = 1e-3, 6
+    fs = synthetic_set(rng, n, 1, mu_static=True)
+    u = np.array([1.5, -1.7, 0.5, 3.0, 1.2, -0.4]) * eps  # two in the blend (eps < |u| < 2 eps)
+    disp = np.zeros((2 * n, 2))
+    for k in range(n):
+        wk = fs.w[k]
+        disp[fs.idx[k, 0]] = u[k] * wk[:2] / (wk[:2] @ wk[:2])
+    deficit = []
+    _, P = friction.gradient_hessian(fs, disp, eps, True, None, deficit)
+    H = friction.hessian(fs, disp, eps, project=False)
+    ((which, N),) = deficit
+    np.testing.assert_array_equal(which, np.flatnonzero((np.abs(u) > eps) & (np.abs(u) < 2 * eps)))
+    np.testing.assert_allclose(P[which] - N, H[which], atol=1e-9)
+    np.testing.assert_allclose(np.delete(P, which, axis=0), np.delete(H, which, axis=0), atol=1e-9)
+
+
 @pytest.mark.parametrize("project", [False, True])
 def test_piece_update_turns_the_hessian_into_the_pieces_hessian(project):
     """newton.piece_update: the friction Hessian at x plus the rank-1 bends

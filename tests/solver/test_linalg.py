@@ -38,6 +38,25 @@ def test_project_psd_matches_eigen_clamp():
     assert linalg.project_psd(np.zeros((0, 4, 4))).shape == (0, 4, 4)
 
 
+def test_project_psd_records_what_it_added():
+    """The deficit of the projection: the matrices with a negative
+    eigenvalue, and for each a PSD N with projected - N = the matrix."""
+    rng = np.random.default_rng(1)
+    H = rng.normal(size=(40, 6, 6))
+    H = H + np.swapaxes(H, 1, 2)
+    H[:10] = np.einsum("nij,nkj->nik", H[:10], H[:10])  # some already PSD
+    deficit = []
+    P = linalg.project_psd(H, deficit)
+    ((which, N),) = deficit
+    np.testing.assert_array_equal(which, np.flatnonzero(np.linalg.eigvalsh(H).min(axis=1) < 0))
+    assert 20 < len(which) <= 30
+    np.testing.assert_allclose(P[which] - N, H[which], atol=1e-10)
+    assert np.linalg.eigvalsh(N).min() > -1e-10
+    untouched = []
+    linalg.project_psd(H[:10], untouched)
+    assert untouched == []
+
+
 @pytest.mark.parametrize("method", ["auto", "scipy", "numpy"])
 @pytest.mark.parametrize("n", [10, 500])
 def test_solve_methods_agree_with_dense(method, n):

@@ -343,3 +343,95 @@ def test_a_block_stopping_within_the_step_is_solved_in_one_round(monkeypatch):
     assert len(ground) == 3 and np.all(ground == 0)
     bottom = np.argsort(sim.body_positions(0)[:, 1])[:3]
     assert np.abs(sim.v[bottom, 0]).max() < eps_v
+
+
+def _cg_system(seed, n=30, rank=3, scale=0.5):
+    """P (n, n) SPD, N = V V^T of the given rank (PSD), g (n,): H = P - N."""
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(n, n))
+    P = A @ A.T + n * np.eye(n)
+    L = np.linalg.cholesky(P)
+    V = L @ np.linalg.qr(rng.normal(size=(n, rank)))[0] * scale  # P^-1 N has eigenvalues scale^2 and 0
+    return P, V @ V.T, rng.normal(size=n)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_exact_model_step_solves_the_exact_hessian_in_rank_plus_one_iterations(seed, monkeypatch):
+    """CG on H = P - N preconditioned with P: P^-1 H = I - P^-1 N has at
+    most rank(N) + 1 distinct eigenvalues, so CG reaches H^-1 (-g) in that
+    many iterations; the fixed DOFs stay at zero."""
+    from solver import newton
+
+    P, N, g = _cg_system(seed)
+    free = np.ones(len(g), bool)
+    free[:2] = False
+    g[~free] = 0.0
+    Pf, Nf = P.copy(), N * np.outer(free, free)
+    Pf[~free] = Pf[:, ~free] = 0.0
+    Pf[~free, ~free] = 1.0
+    H = Pf - Nf
+    assert np.linalg.eigvalsh(H).min() > 0
+    monkeypatch.setattr(newton, "CG_TOL", 1e-14)
+    monkeypatch.setattr(newton, "CG_ITERS", 4)
+    dx = newton.exact_model_step(
+        lambda b: np.linalg.solve(Pf, b), lambda p: N @ p, g, np.linalg.solve(Pf, -g), free
+    )
+    np.testing.assert_allclose(dx, np.linalg.solve(H, -g), rtol=1e-8, atol=1e-12)
+    assert np.all(dx[~free] == 0.0)
+    monkeypatch.setattr(newton, "CG_ITERS", 2)  # fewer than rank + 1: not there yet
+    dx2 = newton.exact_model_step(
+        lambda b: np.linalg.solve(Pf, b), lambda p: N @ p, g, np.linalg.solve(Pf, -g), free
+    )
+    assert not np.allclose(dx2, dx, rtol=1e-6)
+
+
+def test_exact_model_step_starts_with_the_projected_step_at_the_exact_curvature(monkeypatch):
+    """One iteration: the projected step s = P^-1 (-g) scaled so that the
+    exact model is least along it, (-g.s) / (s.H s); more iterations lower
+    the exact model further."""
+    from solver import newton
+
+    P, N, g = _cg_system(3, scale=0.9)
+    H = P - N
+    s = np.linalg.solve(P, -g)
+    free = np.ones(len(g), bool)
+
+    monkeypatch.setattr(newton, "CG_TOL", 1e-14)
+
+    def run(iters):
+        monkeypatch.setattr(newton, "CG_ITERS", iters)
+        return newton.exact_model_step(lambda b: np.linalg.solve(P, b), lambda p: N @ p, g, s, free)
+
+    first = run(1)
+    np.testing.assert_allclose(first, (-g @ s) / (s @ H @ s) * s, rtol=1e-10)
+    assert (-g @ s) / (s @ H @ s) > 1.0  # the projection overestimated the curvature along s
+
+    def model(d):
+        return g @ d + 0.5 * d @ H @ d
+
+    assert model(run(3)) < model(first) < model(s)
+
+
+def test_exact_model_step_stops_at_negative_curvature(monkeypatch):
+    """H indefinite: negative curvature along the first direction returns
+    the projected step; along a later one, the iterate before it (a descent
+    direction that lowers the exact model)."""
+    from solver import newton
+
+    P, N, g = _cg_system(4, rank=1, scale=3.0)
+    H = P - N
+    assert np.linalg.eigvalsh(H).min() < 0
+    free = np.ones(len(g), bool)
+    solve = lambda b: np.linalg.solve(P, b)  # noqa: E731
+    s = solve(-g)
+    monkeypatch.setattr(newton, "CG_TOL", 1e-14)
+    assert s @ H @ s > 0  # the first direction has positive curvature: CG goes on
+    dx = newton.exact_model_step(solve, lambda p: N @ p, g, s, free)
+    assert g @ dx < 0 and g @ dx + 0.5 * dx @ H @ dx < 0
+    assert not np.allclose(dx, np.linalg.solve(H, -g))  # stopped before the model's saddle
+    # a g along the negative eigenvector's P-image: negative at once
+    V = np.linalg.eigh(H)[1]
+    g_neg = -P @ V[:, 0]
+    s_neg = solve(-g_neg)
+    assert s_neg @ H @ s_neg < 0
+    np.testing.assert_array_equal(newton.exact_model_step(solve, lambda p: N @ p, g_neg, s_neg, free), s_neg)

@@ -94,6 +94,13 @@ def test_incremental_potential_gradient_and_hessian_fd(formulation, monkeypatch)
     assert_close_rel(A_exact, fd_jacobian(G, z, 1e-7), 1e-5, "IP Hessian")
     assert not np.allclose(A_exact, A)  # the projection changed something
 
+    # what the projection added, recorded per stencil: projected - deficit = exact
+    T = ip.gradient_hessian(x, cs, deficit=True)
+    assert T.deficit and not ip.gradient_hessian(x, cs).deficit
+    np.testing.assert_array_equal(dense(T, n), A)  # recording it changes nothing else
+    N = np.column_stack([T.deficit_product(e) for e in np.eye(n)])
+    assert_close_rel(A - N, A_exact, 1e-9, "projected Hessian minus its deficit")
+
 
 def test_penalty_term_alone(monkeypatch):
     """The penalty 1/2 k m |x - target|^2 on penalised vertices, FD-checked by
