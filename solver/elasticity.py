@@ -194,6 +194,12 @@ def stress_derivative(el, F):
     )
 
 
+def _nodal(el, C, which=slice(None)):
+    """Per-element Hessians (m, 6, 6) A B^T C B of the elements ``which``
+    from their dP/dF blocks C (m, 4, 4) (the chain rule through F = Ds Dm^-1)."""
+    return (el.BT[which] @ (C * el.area[which, None, None])) @ el.B[which]
+
+
 def gradient_hessian(el, x, project=True, deficit=None):
     """Per-element gradients (m, 6) and Hessians (m, 6, 6) sharing F;
     deficit: see :func:`~solver.linalg.project_psd`."""
@@ -209,8 +215,8 @@ def gradient_hessian(el, x, project=True, deficit=None):
         C = projected_stress_derivative(el, F, in_F)
         if in_F:
             ((which, D),) = in_F
-            deficit.append((which, (el.BT[which] @ (D * el.area[which, None, None])) @ el.B[which]))
-    return el.area[:, None] * (P @ el.B)[:, 0], (el.BT @ (C * el.area[:, None, None])) @ el.B
+            deficit.append((which, _nodal(el, D, which)))
+    return el.area[:, None] * (P @ el.B)[:, 0], _nodal(el, C)
 
 
 def hessian(el, x, project=True):

@@ -167,10 +167,14 @@ def _hessian_at(fs, u, eps, project, majorize, deficit=None):
     if project:
         if deficit is not None and (c < 0.0).any():
             which = np.flatnonzero(c < 0.0)
-            w = fs.w[which]
-            deficit.append((which, -c[which, None, None] * (w[:, :, None] * w[:, None, :])))
+            deficit.append((which, _rank_one(-c[which], fs.w[which])))
         c = np.maximum(c, 0.0)
-    return c[:, None, None] * (fs.w[:, :, None] * fs.w[:, None, :])
+    return _rank_one(c, fs.w)
+
+
+def _rank_one(c, w):
+    """Per-contact Hessians (n, 2k, 2k) c w w^T of curvatures c (n,) along w (n, 2k)."""
+    return c[:, None, None] * (w[:, :, None] * w[:, None, :])
 
 
 def regime(u, eps):
