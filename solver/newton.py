@@ -4,7 +4,8 @@ CCD-filtered backtracking line search.
 :class:`Newton` minimizes an :class:`~solver.potential.IncrementalPotential`
 from a start x: each iteration solves with the exact Hessian while it is
 positive definite and with the PSD-projected one once it is not (until
-the steps are small again), asks the caller's ``feasible_step`` for the largest
+the steps are small again, unless the exact one was just shown
+indefinite), asks the caller's ``feasible_step`` for the largest
 collision- and inversion-free fraction of the step (CCD), shortens it to
 where a reversed sliding friction contact reaches zero slip (on the exact
 Hessian), and backtracks from there until the energy decreases enough
@@ -51,7 +52,9 @@ class Direction:
     friction set, (n,) iterations each contact stays majorized; project:
     whether the Hessian was PSD-projected; zero_slip: per friction set, (n,)
     fraction of dx at which each sliding contact it reverses reaches zero
-    slip (1: not reversed)."""
+    slip (1: not reversed); indefinite: the exact Hessian at x was shown not
+    positive definite (its factorization failed, its step was not a descent
+    direction, or conjugate gradients met negative curvature)."""
 
     g: np.ndarray
     acting: np.ndarray
@@ -59,6 +62,7 @@ class Direction:
     majorize: tuple
     project: bool
     zero_slip: tuple
+    indefinite: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,9 +134,12 @@ class Newton:
         for it in range(budget + 1):
             d = self._direction(ip, x, cs, fixed_dof, majorize, project)
             g, dx, majorize, project = d.g, d.dx, d.majorize, d.project
-            if project and np.abs(dx).max() / p.dt < RETRY_EXACT * p.newton_tol:
+            if project and not d.indefinite and np.abs(dx).max() / p.dt < RETRY_EXACT * p.newton_tol:
                 # near the solution the exact Hessian is often definite again, and
-                # projected Newton would only converge linearly to the force test
+                # projected Newton would only converge linearly to the force test;
+                # not when it was just shown indefinite here (CG met negative
+                # curvature): a step this small does not change that, and the
+                # try would cost a factorization (S4: 206 -> 62 failed tries)
                 project = False
             if not np.all(np.isfinite(dx)):
                 failed = "linear solve produced non-finite values"
@@ -181,14 +188,16 @@ class Newton:
     def _direction(self, ip, x, cs, fixed_dof, majorize, project) -> Direction:
         """Newton step (a :class:`Direction`).
 
-        The exact Hessian is tried first: near a solution in compression or
-        sliding contact its negative-curvature parts matter, and clamping them
-        (PSD projection) makes Newton converge only linearly.  If it is not
-        positive definite (the Cholesky factorization fails, or, where the
-        solver cannot tell, the step is not a descent direction) the
+        Unless project, the exact Hessian is tried first: near a solution in
+        compression or sliding contact its negative-curvature parts matter, and
+        clamping them (PSD projection) makes Newton converge only linearly.  If
+        it is not positive definite (the Cholesky factorization fails, or, where
+        the solver cannot tell, the step is not a descent direction) the
         PSD-projected Hessian is used until the step is within RETRY_EXACT
         times the tolerance (a pile's Hessian stays indefinite far from the
-        solution, and each failed try costs a factorization).
+        solution, and each failed try costs a factorization).  On systems of
+        REGIME_MIN_DOFS or more a projected step is refined by CG on the
+        exact Hessian (:func:`exact_model_step`).
         Friction contacts whose slip the step would reverse get their
         majorizing curvature phi'(|u|)/|u| for the next MAJORIZE_ITERS
         iterations (for as long as the Hessian stays projected, unless the
@@ -201,6 +210,7 @@ class Newton:
         """
         p = self.params
         large = len(fixed_dof) >= REGIME_MIN_DOFS  # the regime rounds and CG run (on the factorization)
+        indefinite = False
         while True:
             T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project, deficit=large)
             g = np.where(fixed_dof, 0.0, T.grad)
@@ -217,17 +227,18 @@ class Newton:
                 if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
                     raise NotPositiveDefinite("exact Newton step is not a descent direction")
             except NotPositiveDefinite:
-                project = True
+                project = indefinite = True
                 continue
             dx = dx.reshape(-1, 2)
             if not np.all(np.isfinite(dx)):
-                return Direction(g, T.magnitude, dx, majorize, project, ())
+                return Direction(g, T.magnitude, dx, majorize, project, (), indefinite)
             rounds = large and factor is not None
             if project and rounds and T.deficit:
                 with self.timers("exact_cg"):
-                    dx = exact_model_step(factor.solve, T.deficit_product, g, dx.ravel(), ~fixed_dof).reshape(
-                        -1, 2
+                    dx, negative = exact_model_step(
+                        factor.solve, T.deficit_product, g, dx.ravel(), ~fixed_dof
                     )
+                dx, indefinite = dx.reshape(-1, 2), indefinite or negative
             if rounds:
                 with self.timers("regime_rounds"):
                     dx = regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, project)
@@ -236,11 +247,11 @@ class Newton:
             # compressing squares, and factorizations on piles)
             zero_slip = ip.zero_slip_fractions(x, dx)
             majorize = next_majorize(majorize, tuple(f < 1.0 for f in zero_slip), project and not rounds)
-            return Direction(g, T.magnitude, dx, majorize, project, zero_slip)
+            return Direction(g, T.magnitude, dx, majorize, project, zero_slip, indefinite)
 
 
 def exact_model_step(solve, deficit_product, g, step, free):
-    """The Newton step (2N,) of the exact Hessian H = P - N, by conjugate
+    """(dx, negative): the Newton step dx (2N,) of the exact Hessian H = P - N, by conjugate
     gradients on H dx = -g preconditioned with P, the PSD-projected Hessian
     (solve: P^-1 b from its factorization), where N (PSD, deficit_product:
     N p) is what the projection added.  step (2N,): P^-1 (-g), the
@@ -260,7 +271,8 @@ def exact_model_step(solve, deficit_product, g, step, free):
     preconditioned residual is CG_TOL of the first, or at a direction of
     negative curvature, returning the iterate so far (the projected step if
     that is the first direction: the model has no minimum along it and
-    the line search decides).  Costs one solve with P per iteration.
+    the line search decides) with negative = True: H is not positive
+    definite.  Costs one solve with P per iteration.
     """
     r = -g
     z = step
@@ -272,7 +284,7 @@ def exact_model_step(solve, deficit_product, g, step, free):
         q = Pp - np.where(free, deficit_product(np.where(free, p, 0.0)), 0.0)  # H p
         curvature = float(p @ q)
         if not curvature > 0.0:
-            return step if k == 0 else dx
+            return (step if k == 0 else dx), True
         a = rz / curvature
         dx = dx + a * p
         r = r - a * q
@@ -282,7 +294,7 @@ def exact_model_step(solve, deficit_product, g, step, free):
             break
         beta = rz / rz_old
         p, Pp = z + beta * p, r + beta * Pp
-    return dx
+    return dx, False
 
 
 def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, project=False):

@@ -2,6 +2,7 @@
 ingredients, Triplets.magnitude and force_imbalance."""
 
 import dataclasses
+import itertools
 import math
 import types
 import warnings
@@ -373,13 +374,14 @@ def test_exact_model_step_solves_the_exact_hessian_in_rank_plus_one_iterations(s
     assert np.linalg.eigvalsh(H).min() > 0
     monkeypatch.setattr(newton, "CG_TOL", 1e-14)
     monkeypatch.setattr(newton, "CG_ITERS", 4)
-    dx = newton.exact_model_step(
+    dx, negative = newton.exact_model_step(
         lambda b: np.linalg.solve(Pf, b), lambda p: N @ p, g, np.linalg.solve(Pf, -g), free
     )
     np.testing.assert_allclose(dx, np.linalg.solve(H, -g), rtol=1e-8, atol=1e-12)
+    assert not negative
     assert np.all(dx[~free] == 0.0)
     monkeypatch.setattr(newton, "CG_ITERS", 2)  # fewer than rank + 1: not there yet
-    dx2 = newton.exact_model_step(
+    dx2, _ = newton.exact_model_step(
         lambda b: np.linalg.solve(Pf, b), lambda p: N @ p, g, np.linalg.solve(Pf, -g), free
     )
     assert not np.allclose(dx2, dx, rtol=1e-6)
@@ -400,7 +402,9 @@ def test_exact_model_step_starts_with_the_projected_step_at_the_exact_curvature(
 
     def run(iters):
         monkeypatch.setattr(newton, "CG_ITERS", iters)
-        return newton.exact_model_step(lambda b: np.linalg.solve(P, b), lambda p: N @ p, g, s, free)
+        dx, negative = newton.exact_model_step(lambda b: np.linalg.solve(P, b), lambda p: N @ p, g, s, free)
+        assert not negative
+        return dx
 
     first = run(1)
     np.testing.assert_allclose(first, (-g @ s) / (s @ H @ s) * s, rtol=1e-10)
@@ -426,7 +430,8 @@ def test_exact_model_step_stops_at_negative_curvature(monkeypatch):
     s = solve(-g)
     monkeypatch.setattr(newton, "CG_TOL", 1e-14)
     assert s @ H @ s > 0  # the first direction has positive curvature: CG goes on
-    dx = newton.exact_model_step(solve, lambda p: N @ p, g, s, free)
+    dx, negative = newton.exact_model_step(solve, lambda p: N @ p, g, s, free)
+    assert negative  # H shown indefinite
     assert g @ dx < 0 and g @ dx + 0.5 * dx @ H @ dx < 0
     assert not np.allclose(dx, np.linalg.solve(H, -g))  # stopped before the model's saddle
     # a g along the negative eigenvector's P-image: negative at once
@@ -434,4 +439,42 @@ def test_exact_model_step_stops_at_negative_curvature(monkeypatch):
     g_neg = -P @ V[:, 0]
     s_neg = solve(-g_neg)
     assert s_neg @ H @ s_neg < 0
-    np.testing.assert_array_equal(newton.exact_model_step(solve, lambda p: N @ p, g_neg, s_neg, free), s_neg)
+    dx, negative = newton.exact_model_step(solve, lambda p: N @ p, g_neg, s_neg, free)
+    np.testing.assert_array_equal(dx, s_neg)
+    assert negative
+
+
+def test_no_exact_try_after_the_exact_hessian_was_shown_indefinite(monkeypatch):
+    """After CG showed the exact Hessian indefinite (negative curvature) on a
+    large system (here: all), Newton does not try it at the next iterate,
+    however small the step; it does after a small projected step not shown
+    indefinite, and at each step's start."""
+    from solver import newton
+    from solver.examples import pile
+
+    monkeypatch.setattr(newton, "REGIME_MIN_DOFS", 0)
+    calls = []  # (project asked, Direction, |dx|_inf / h)
+    real = newton.Newton._direction
+
+    def direction(self, ip, x, cs, fixed_dof, majorize, project):
+        d = real(self, ip, x, cs, fixed_dof, majorize, project)
+        calls.append((project, d, float(np.abs(d.dx).max()) / self.params.dt))
+        return d
+
+    monkeypatch.setattr(newton.Newton, "_direction", direction)
+    sim = Simulation(pile(12))
+    tol = sim.params.newton_tol
+    firsts = set()
+    for _ in range(40):
+        firsts.add(len(calls))
+        assert sim.step().converged
+    assert not any(calls[i][0] for i in firsts if i < len(calls))
+    shown = retried = 0
+    for i, ((_, d, speed), (asked, _, _)) in enumerate(itertools.pairwise(calls)):
+        if i + 1 not in firsts and d.project and speed < newton.RETRY_EXACT * tol:
+            if d.indefinite:
+                shown += 1
+                assert asked
+            else:
+                retried += not asked
+    assert shown > 0 and retried > 0  # both branches were exercised
