@@ -203,7 +203,7 @@ def test_amalgamated_tree_is_the_tree_of_the_merged_nodes(budget, monkeypatch):
     vpos = np.empty(nv, np.intp)
     vpos[order] = np.arange(nv)
     indptr, indices = vertex_graph(both[:, 0], both[:, 1], nv, 1, symmetric=False)
-    update, parent = _update_sets(indptr, indices, order, vpos, bounds, 2)
+    update, parent = _update_sets(indptr, indices, order, vpos, bounds)
     merged_bounds, merged_update, merged_parent = _amalgamate(bounds, update, parent, 2)
     # each merged node is a run of original nodes, each the parent of the one before
     assert merged_bounds[0] == 0 and merged_bounds[-1] == nv
@@ -214,7 +214,7 @@ def test_amalgamated_tree_is_the_tree_of_the_merged_nodes(budget, monkeypatch):
         assert not joined.any()
     if budget == np.inf:  # every node that is its parent's predecessor joins it
         assert np.array_equal(joined, parent[:-1] == np.arange(1, len(parent)))
-    fresh_update, fresh_parent = _update_sets(indptr, indices, order, vpos, merged_bounds, 2)
+    fresh_update, fresh_parent = _update_sets(indptr, indices, order, vpos, merged_bounds)
     assert np.array_equal(merged_parent, fresh_parent)
     for a, b in zip(merged_update, fresh_update, strict=True):
         assert np.array_equal(a, b)
