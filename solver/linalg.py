@@ -210,11 +210,14 @@ class Factorization:
     """The Cholesky factorization A = L L^T of a positive definite matrix.
 
     solve(b): A^-1 b for b (n,) or (n, r); half(B): L^-1 B (in the
-    factorization's order) for B (n, r), so that B^T A^-1 B = half(B)^T
-    half(B) at half the cost of solve (a low-rank update's small system)."""
+    factorization's order) for B (n,) or (n, r), so that B^T A^-1 B =
+    half(B)^T half(B) at half the cost of solve (a low-rank update's small
+    system); back(Y): L^-T Y for Y (n,) or (n, r) in the factorization's
+    order, returned in the matrix's, so that solve(B) = back(half(B))."""
 
     solve: Callable
     half: Callable
+    back: Callable
 
 
 def factorize(rows, cols, vals, n, method="auto", ordering=None):
@@ -233,13 +236,17 @@ def factorize(rows, cols, vals, n, method="auto", ordering=None):
             if info != 0:
                 raise NotPositiveDefinite("dense Cholesky failed")
             return Factorization(
-                lambda b: _lapack.dpotrs(c, b, lower=True)[0], lambda B: _lapack.dtrtrs(c, B, lower=1)[0]
+                lambda b: _lapack.dpotrs(c, b, lower=True)[0],
+                lambda B: _lapack.dtrtrs(c, B, lower=1)[0],
+                lambda Y: _lapack.dtrtrs(c, Y, lower=1, trans=1)[0],
             )
         try:
             L = np.linalg.cholesky(A)
         except np.linalg.LinAlgError:
             raise NotPositiveDefinite("dense Cholesky failed") from None
-        return Factorization(lambda b: _dense_solve(A, b), lambda B: np.linalg.solve(L, B))
+        return Factorization(
+            lambda b: _dense_solve(A, b), lambda B: np.linalg.solve(L, B), lambda Y: np.linalg.solve(L.T, Y)
+        )
     if method == "scipy":
         banded = ordering.banded(rows, cols, n, BAND_FLOPS)
         if banded:
@@ -250,29 +257,31 @@ def factorize(rows, cols, vals, n, method="auto", ordering=None):
             return Factorization(
                 lambda b: _lapack.dpbtrs(c, b[perm], lower=0)[0][inv],
                 lambda B: _lapack.dtbtrs(c, B[perm], uplo="U", trans="T")[0],
+                lambda Y: _lapack.dtbtrs(c, Y, uplo="U", trans="N")[0][inv],
             )
     try:
         F = ordering.sparse.factor(rows, cols, vals, n)
     except NotPositiveDefiniteFront:
         raise NotPositiveDefinite("sparse Cholesky failed") from None
-    return Factorization(F.solve, F.half)
+    return Factorization(F.solve, F.half, F.back)
 
 
 def woodbury_solve(factor, b, W, curvature):
     """x (n,) with (A + W diag(curvature) W^T) x = b, on the factorization of
-    A (a :class:`Factorization`): W (n, r), curvature (r,) nonzero.  Costs
-    a forward substitution with r right-hand sides and two solves
-    (Woodbury: the small system diag(1/curvature) + W^T A^-1 W).  None when
-    that system is singular."""
-    x = factor.solve(b)
+    A = L L^T (a :class:`Factorization`): W (n, r), curvature (r,) nonzero.
+    Woodbury, on the forward-swept y = L^-1 b and Y = L^-1 W: with the small
+    system S = diag(1/curvature) + Y^T Y, x = L^-T (y - Y S^-1 Y^T y).  Costs
+    the forward sweeps of b and of W's r columns and one backward sweep (a
+    solve and a half: two solves before).  None when S is singular."""
     if W.shape[1] == 0:
-        return x
+        return factor.solve(b)
+    y = factor.half(b)
     Y = factor.half(W)
     try:
-        t = np.linalg.solve(np.diag(1.0 / curvature) + Y.T @ Y, W.T @ x)
+        t = np.linalg.solve(np.diag(1.0 / curvature) + Y.T @ Y, Y.T @ y)
     except np.linalg.LinAlgError:
         return None
-    return x - factor.solve(W @ t)
+    return factor.back(y - Y @ t)
 
 
 def _band_storage(positions, band, vals, n):

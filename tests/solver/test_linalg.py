@@ -266,6 +266,11 @@ def test_factorize_solves_many_right_hand_sides_and_halves(method, path, monkeyp
     assert np.abs(F.solve(B[:, 2]) - np.linalg.solve(A, B[:, 2])).max() <= 1e-10 * scale
     Y = F.half(B)
     assert np.allclose(Y.T @ Y, B.T @ np.linalg.solve(A, B), rtol=1e-10, atol=1e-12)
+    # the backward sweep completes the forward one, for one or many columns
+    assert np.abs(F.back(Y) - np.linalg.solve(A, B)).max() <= 1e-10 * scale
+    y = F.half(B[:, 1])
+    assert y.shape == (n,) and np.allclose(y, Y[:, 1], rtol=1e-12, atol=1e-14)
+    assert np.abs(F.back(y) - np.linalg.solve(A, B[:, 1])).max() <= 1e-10 * scale
     k = int(np.flatnonzero(rows == cols)[3])
     vals = vals.copy()
     vals[k] = -vals[k]
