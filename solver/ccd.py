@@ -120,7 +120,10 @@ def _near_step(X, dX, eta, t_max, d0):
     motion: a pair whose step reaches a contact (a root of c on the
     segment) or leaves less than half of r goes to ACCD."""
     P, r, n = _Pair(X, dX), eta * d0, len(X)
-    roots = _quadratic_roots(P.quadratics(r, t_max), t_max).reshape(n, 14)
+    coef = P.quadratics(r, t_max)
+    disc = _discriminants(coef)
+    disc[:, 0:2] = P.disk_discriminants(r)
+    roots = _quadratic_roots(coef, t_max, disc).reshape(n, 14)
     cands, contact = roots[:, :12], roots[:, 12:]
     exact = ~P.chord_is_tight(t_max)
     if exact.any():
@@ -213,6 +216,19 @@ class _Pair:
         out[:, 6] = self.c
         return out
 
+    def disk_discriminants(self, r):
+        """(n, 2) discriminants of the disk conditions |A(t)|^2 = r^2, |B(t)|^2 =
+        r^2 (quadratics 0, 1), by Lagrange's identity (V.dV)^2 - |V|^2 |dV|^2 =
+        -cross(V, dV)^2: 4 (|dV|^2 r^2 - cross(V0, dV)^2).  From the expanded
+        coefficients, b^2 - 4ac cancels to rounding noise when r is far below
+        |V|: a point that passes an end point at a gap of r then gets a time
+        off by 1e-11, past the margin (found by the property test)."""
+        out = np.empty((len(r), 2))
+        for k, (V, dV) in enumerate(((self.A0, self.dA), (self.B0, self.dB))):
+            cross = _cross(V, dV)
+            out[:, k] = 4.0 * (_dot(dV, dV) * r * r - cross * cross)
+        return out
+
     def chord_is_tight(self, t_max):
         """(n,) bool: the chord overestimates |E(t)| by a factor below
         1 + CHORD_SLACK.  Chord minus function is at most t_max^2 / 8 times the
@@ -299,12 +315,19 @@ def _bisect_roots(f, knots, iters=60):
     return np.where(has, root, np.inf)
 
 
-def _quadratic_roots(coef, t_max):
+def _discriminants(coef):
+    """c1^2 - 4 c2 c0 (n,k) of quadratics coef (n,k,3)."""
+    return coef[..., 1] * coef[..., 1] - 4.0 * coef[..., 2] * coef[..., 0]
+
+
+def _quadratic_roots(coef, t_max, disc=None):
     """Real roots in [0, t_max] of c0 + c1 t + c2 t^2, coef (n,k,3): (n,k,2), inf
-    where there is none.  The stable pair q / c2, c0 / q also covers the
-    linear case (c2 -> 0 sends q / c2 out of range) and the constant one."""
+    where there is none; disc (n,k): their discriminants, when known more
+    accurately than from the coefficients.  The stable pair q / c2, c0 / q also
+    covers the linear case (c2 -> 0 sends q / c2 out of range) and the constant one."""
     c0, c1, c2 = coef[..., 0], coef[..., 1], coef[..., 2]
-    disc = c1 * c1 - 4.0 * c2 * c0
+    if disc is None:
+        disc = _discriminants(coef)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q = -0.5 * (c1 + np.copysign(np.sqrt(np.maximum(disc, 0.0)), c1))
         roots = np.stack([q / c2, c0 / q], axis=-1)
