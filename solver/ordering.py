@@ -23,6 +23,19 @@ import numpy as np
 LEAF = 16  # parts of at most this many vertices are not split further
 
 
+def sorted_unique(a, presorted=False, return_index=False):
+    """np.unique(a) of an integer array (and, return_index: the index of each
+    value's first occurrence, for a presorted a) by a sort and a comparison
+    of neighbours: np.unique's overhead dominates on the short arrays of
+    per-node and per-level loops (3 against 8 us)."""
+    if not presorted:
+        a = np.sort(a)
+    keep = np.empty(len(a), bool)
+    keep[:1] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return (a[keep], np.flatnonzero(keep)) if return_index else a[keep]
+
+
 def vertex_edges(rows, cols, n_vertex, block, symmetric=True):
     """Sorted unique keys lo * n_vertex + hi (lo < hi) of the vertex pairs
     coupled by the pattern (rows, cols) (DOF indices, vertices of ``block``
@@ -83,7 +96,7 @@ class _Graph:
         while len(frontier):
             src, nbr = self.neighbours(frontier)
             nbr = nbr[(level[nbr] < 0) & (part[nbr] == part[frontier][src])]
-            frontier = np.unique(nbr)
+            frontier = sorted_unique(nbr)
             depth += 1
             level[frontier] = depth
         return level
@@ -101,7 +114,7 @@ class _Graph:
             levels.append(frontier)
             _, nbr = self.neighbours(frontier)
             nbr = nbr[(self.stamp[nbr] == self.current) & (self.level[nbr] < 0)]
-            frontier = np.unique(nbr)
+            frontier = sorted_unique(nbr)
             self.level[frontier] = len(levels)
         return levels
 
