@@ -17,7 +17,9 @@ What a step depends on besides the scene:
   Cholesky's nested dissection and fronts, reused while the pattern allows): it depends on the
   history of the solves and decides the order of the arithmetic, so the whole object is
   stored as it is (:func:`snapshot`: its attributes, recursively, as long as they are numbers,
-  strings, numpy arrays, lists, tuples, dicts and objects of this package's classes).
+  strings, numpy arrays, lists, tuples, dicts and objects of this package's classes);
+- whether Newton starts the next step on the projected Hessian (large systems whose exact
+  Hessian the last step's start showed indefinite).
 
 Everything is stored exactly: arrays as ``.npz`` bytes (float64 bit patterns), the text form
 is base64 of those bytes.
@@ -80,6 +82,7 @@ class Checkpoint:
     state_stencils: np.ndarray | None  # (s, 3) contact stencils at x, or None
     ordering: Snapshot  # of the linear solver's ordering object (Newton.ordering)
     fingerprint: str  # of the model it was taken from (vertices, triangles, masses, dt)
+    start_projected: bool = False  # Newton.start_projected: the next solve starts projected
 
     def to_bytes(self) -> bytes:
         arrays = {
@@ -91,6 +94,7 @@ class Checkpoint:
             "kappa": np.array(self.kappa, np.float64),
             "kappa_balanced": np.array(self.kappa_balanced, bool),
             "ordering": np.array(self.ordering.structure),
+            "start_projected": np.array(self.start_projected, bool),
         }
         if self.state_stencils is not None:
             arrays["state_stencils"] = np.asarray(self.state_stencils, np.int64)
@@ -127,6 +131,7 @@ class Checkpoint:
                     state_stencils=z["state_stencils"].astype(np.intp) if "state_stencils" in files else None,
                     ordering=ordering,
                     fingerprint=meta[2],
+                    start_projected=bool(z["start_projected"]),
                 )
         except (OSError, ValueError, KeyError) as err:
             if isinstance(err, SolverInputError):
@@ -171,6 +176,7 @@ def take(sim) -> Checkpoint:
         state_stencils=None if stencils is None else np.array(stencils, np.intp),
         ordering=snapshot(sim._newton.ordering),
         fingerprint=model_fingerprint(sim.model, sim.params),
+        start_projected=bool(sim._newton.start_projected),
     )
 
 
@@ -192,6 +198,7 @@ def restore(sim, cp: Checkpoint):
     sim.kappa_balanced = bool(cp.kappa_balanced)
     sim._state_stencils = None if cp.state_stencils is None else np.array(cp.state_stencils, np.intp)
     sim._newton.ordering = cp.ordering.restore()
+    sim._newton.start_projected = bool(cp.start_projected)
 
 
 # ----------------------------------------------------------------------------- object snapshots

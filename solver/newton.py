@@ -110,6 +110,10 @@ class Newton:
         self.ordering = ordering or BandOrdering()  # fill-reducing order reused by the solves
         self.timers = timers or NullTimers()
         self.g_ref = float(np.hypot(*params.gravity)) or 9.81  # weight scale [m/s^2]
+        # The last solve's first direction showed the exact Hessian indefinite (on
+        # a system of REGIME_MIN_DOFS or more): the next solve starts projected.
+        # State between steps: checkpoints store it.
+        self.start_projected = False
 
     def solve(self, ip, x, fixed, budget, cs=None, energy=None) -> NewtonResult:
         """Minimize ip from x with the vertices fixed (N,) bool held in place, in
@@ -130,10 +134,19 @@ class Newton:
         min_alpha = 1.0
         # per friction contact: iterations left with the majorizing curvature
         majorize = (np.zeros(len(ip.c.pair_friction), int), np.zeros(len(ip.c.plane_friction), int))
-        project = False  # exact Hessian until it fails to be positive definite
+        # The exact Hessian until it fails to be positive definite, unless it was
+        # shown indefinite at the last solve's start: a step starts at the inertial
+        # prediction, far from its solution, where a pile's exact Hessian stays
+        # indefinite from step to step (S4: the first try failed on 47 of its first
+        # 60 steps, each a factorization and an assembly lost).  Starting projected,
+        # CG on the exact Hessian tells whether that still holds.
+        large = len(fixed_dof) >= REGIME_MIN_DOFS
+        project = self.start_projected and large
         for it in range(budget + 1):
             d = self._direction(ip, x, cs, fixed_dof, majorize, project)
             g, dx, majorize, project = d.g, d.dx, d.majorize, d.project
+            if it == 0:
+                self.start_projected = d.indefinite and large
             if project and not d.indefinite and np.abs(dx).max() / p.dt < RETRY_EXACT * p.newton_tol:
                 # near the solution the exact Hessian is often definite again, and
                 # projected Newton would only converge linearly to the force test;

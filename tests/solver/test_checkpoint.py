@@ -224,3 +224,32 @@ def test_snapshot_keeps_values_sharing_and_cycles_and_refuses_other_classes():
     bad = Snapshot(snap.structure.replace("solver.linalg:BandOrdering", "os:system"), snap.arrays)
     with pytest.raises(SolverInputError, match="not the solver's"):
         bad.restore()
+
+
+def test_newtons_projected_start_is_part_of_the_checkpoint(monkeypatch):
+    """On large systems (here: all) Newton starts a step on the projected Hessian
+    when the last step's start showed the exact one indefinite; that state is
+    stored, and the restored run continues bit for bit through steps that start
+    projected and steps that start exact."""
+    from solver import newton
+
+    monkeypatch.setattr(newton, "REGIME_MIN_DOFS", 0)
+    scene = pile(12)
+    total = 40
+    starts = []
+    ref_sim = Simulation(scene)
+    ref = []
+    for _ in range(total):
+        ref += _steps(ref_sim, 1)
+        starts.append(ref_sim._newton.start_projected)
+    assert any(starts) and not all(starts)  # both kinds of start are exercised
+    # a step that starts projected where the exact Hessian is not shown indefinite
+    # (an exact start would take another direction there)
+    split = next(k for k in range(1, total) if starts[k - 1] and not starts[k])
+    first = Simulation(scene)
+    head = _steps(first, split)
+    cp = Checkpoint.from_text(first.checkpoint().to_text())
+    assert cp.start_projected
+    fresh = Simulation.from_checkpoint(scene, cp)
+    assert fresh._newton.start_projected
+    _same(head + _steps(fresh, total - split), ref)

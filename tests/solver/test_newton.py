@@ -448,7 +448,8 @@ def test_no_exact_try_after_the_exact_hessian_was_shown_indefinite(monkeypatch):
     """After CG showed the exact Hessian indefinite (negative curvature) on a
     large system (here: all), Newton does not try it at the next iterate,
     however small the step; it does after a small projected step not shown
-    indefinite, and at each step's start."""
+    indefinite.  A step starts exact unless the last step's start showed the
+    exact Hessian indefinite."""
     from solver import newton
     from solver.examples import pile
 
@@ -468,7 +469,11 @@ def test_no_exact_try_after_the_exact_hessian_was_shown_indefinite(monkeypatch):
     for _ in range(40):
         firsts.add(len(calls))
         assert sim.step().converged
-    assert not any(calls[i][0] for i in firsts if i < len(calls))
+    firsts = sorted(i for i in firsts if i < len(calls))
+    assert not calls[firsts[0]][0]
+    asked_at_start = [calls[i][0] for i in firsts[1:]]
+    assert asked_at_start == [calls[i][1].indefinite for i in firsts[:-1]]
+    assert any(asked_at_start) and not all(asked_at_start)
     shown = retried = 0
     for i, ((_, d, speed), (asked, _, _)) in enumerate(itertools.pairwise(calls)):
         if i + 1 not in firsts and d.project and speed < newton.RETRY_EXACT * tol:
