@@ -569,7 +569,9 @@ class Factor:
                 y = linv[live] @ w_own[live]
                 w[grp.own[live]] = y
                 if grp.u:
-                    # the same sums in the same order as above, without the dead fronts' zeros
+                    # the same sums as above without the dead fronts' zeros (equal to
+                    # rounding: reduceat sums a long segment pairwise, and the zeros shift
+                    # which terms share a partial sum)
                     rows, order, starts = _row_sums(grp.upd[live].ravel())
                     w[rows] -= np.add.reduceat((l21[live] @ y).reshape(-1, r)[order], starts, axis=0)
             w[n] = 0.0

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import solver.newton as newton_module
@@ -127,11 +127,14 @@ def test_many_right_hand_sides_and_the_forward_half(seed, n_vertex, block, densi
     r=st.integers(1, 6),
     support=st.integers(1, 6),
 )
+@example(seed=34, n_vertex=34, density=2.78125, r=4, support=3)
 def test_sparse_right_hand_sides_sweep_only_the_fronts_they_reach(seed, n_vertex, density, r, support):
     """Woodbury's columns touch a few DOFs each: the forward sweep then works
-    on the fronts they reach only, with the bits of the sweep over all fronts
-    (the subset path forced on every group, then off), and half / solve stay
-    right (B^T A^-1 B, A X = B), a column of zeros included."""
+    on the fronts they reach only, with the results of the sweep over all
+    fronts (the subset path forced on every group, then off) to rounding (the
+    example found by the property test: a segment of more than 8 update rows
+    is summed pairwise, and the dead fronts' zeros regroup its terms), and half
+    / solve stay right (B^T A^-1 B, A X = B), a column of zeros included."""
     rng = np.random.default_rng(seed)
     rows, cols, vals, A = random_spd(rng, n_vertex, 2, int(density * n_vertex), 0.0)
     n = len(A)
@@ -145,7 +148,7 @@ def test_sparse_right_hand_sides_sweep_only_the_fronts_they_reach(seed, n_vertex
             mp.setattr(sparse_cholesky, "SUBSET_SWEEP", fraction)
             results[fraction] = F.half(B), F.solve(B)
     for subset, full in zip(results[1.0], results[-1.0], strict=True):
-        np.testing.assert_array_equal(subset, full)
+        np.testing.assert_allclose(subset, full, rtol=1e-12, atol=1e-15 * np.abs(full).max())
     Y, X = results[1.0]
     assert not Y[:, -1].any() and not X[:, -1].any()
     assert_solves(A, X, B)
