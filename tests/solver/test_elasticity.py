@@ -200,3 +200,23 @@ def test_projected_hessian_psd_on_a_mesh():
             w = np.linalg.eigvalsh(0.5 * (Hk + Hk.T))
             assert w.min() >= -1e-9 * abs(w).max()
     assert checked >= 10
+
+
+@pytest.mark.parametrize("m", [5, 300])
+def test_deformation_gradient_paths_agree_bit_for_bit(m, monkeypatch):
+    """F = Ds Dm^-1 on element-last rows (large meshes) and by broadcasting
+    (small ones) are the same sums in the same order, and equal the
+    definition (edge vectors now times the inverse of those at rest)."""
+    rng = np.random.default_rng(5)
+    rest = rng.uniform(-1.0, 1.0, (3 * m, 2))
+    tris = np.arange(3 * m).reshape(m, 3)
+    el = elasticity.make_elements(rest, tris, 1e5, 0.3)
+    x = rest + 0.1 * rng.normal(size=rest.shape)
+    results = []
+    for rows_min in (0, 10**9):  # element-last rows always, never
+        monkeypatch.setattr(elasticity, "ROWS_MIN", rows_min)
+        results.append(elasticity.deformation_gradient(el, x))
+    np.testing.assert_array_equal(results[0], results[1])
+    Ds = np.stack([x[tris[:, 1]] - x[tris[:, 0]], x[tris[:, 2]] - x[tris[:, 0]]], axis=2)
+    Dm = np.stack([rest[tris[:, 1]] - rest[tris[:, 0]], rest[tris[:, 2]] - rest[tris[:, 0]]], axis=2)
+    np.testing.assert_allclose(results[0], Ds @ np.linalg.inv(Dm), rtol=1e-9, atol=1e-9)
