@@ -5,7 +5,8 @@ CCD-filtered backtracking line search.
 from a start x: each iteration solves with the exact Hessian while it is
 positive definite and with the PSD-projected one once it is not (until
 the steps are small again, unless the exact one was just shown
-indefinite), asks the caller's ``feasible_step`` for the largest
+indefinite; a large system starts projected where the last start showed
+it indefinite), asks the caller's ``feasible_step`` for the largest
 collision- and inversion-free fraction of the step (CCD), shortens it to
 where a reversed sliding friction contact reaches zero slip (on the exact
 Hessian), and backtracks from there until the energy decreases enough
