@@ -9,6 +9,8 @@ of primitives.  The brute-force all-pairs version is kept as a test oracle.
 
 import numpy as np
 
+from .arrays import sorted_unique
+
 BRUTE_FORCE_MAX = 16384  # point-edge box tests up to which the dense test beats hashing
 CELLS_PER_ENTRY = 4  # grids up to this many cells per entry find each cell's edges by counting
 
@@ -92,7 +94,7 @@ def candidates(plo, phi, elo, ehi, cell=None):
     ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
     ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])
     pi, ei = pi[ok], ei[ok]
-    key = np.unique(pi.astype(np.int64) * len(elo) + ei)
+    key = sorted_unique(pi.astype(np.int64) * len(elo) + ei)
     return (key // len(elo)).astype(np.intp), (key % len(elo)).astype(np.intp)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import barrier
+from .arrays import sorted_unique
 from .broad_phase import candidates, edge_boxes, overlap_matrix, point_boxes
 from .distance import PP0, case_and_distance_sq, closest_point_parameter, point_edge_case
 from .friction import FrictionSet, tangent_weights
@@ -73,7 +74,7 @@ def build_contact_set(model, stencils, kappa, dhat, formulation):
     # (a, e) with v in e: subtract all but one of them.
     a = np.concatenate([stencils[:, 0], stencils[:, 0]])
     v = np.concatenate([stencils[:, 1], stencils[:, 2]])
-    key, count = np.unique(a.astype(np.int64) * model.n + v, return_counts=True)
+    key, count = sorted_unique(a.astype(np.int64) * model.n + v, return_counts=True)
     a, v, mult = key // model.n, key % model.n, count - 1
     ok = mult > 0
     a, v, mult = a[ok], v[ok], mult[ok]

@@ -20,20 +20,9 @@ supernodal elimination tree the Cholesky factorization works on.
 
 import numpy as np
 
+from .arrays import sorted_unique
+
 LEAF = 16  # parts of at most this many vertices are not split further
-
-
-def sorted_unique(a, presorted=False, return_index=False):
-    """np.unique(a) of an integer array (and, return_index: the index of each
-    value's first occurrence, for a presorted a) by a sort and a comparison
-    of neighbours: np.unique's overhead dominates on the short arrays of
-    per-node and per-level loops (3 against 8 us)."""
-    if not presorted:
-        a = np.sort(a)
-    keep = np.empty(len(a), bool)
-    keep[:1] = True
-    np.not_equal(a[1:], a[:-1], out=keep[1:])
-    return (a[keep], np.flatnonzero(keep)) if return_index else a[keep]
 
 
 def vertex_edges(rows, cols, n_vertex, block, symmetric=True):
@@ -44,9 +33,9 @@ def vertex_edges(rows, cols, n_vertex, block, symmetric=True):
     vr, vc = rows // block, cols // block
     if symmetric:
         upper = vr < vc
-        return np.unique(vr[upper] * n_vertex + vc[upper])
+        return sorted_unique(vr[upper] * n_vertex + vc[upper])
     lo, hi = np.minimum(vr, vc), np.maximum(vr, vc)
-    return np.unique(lo[lo != hi] * n_vertex + hi[lo != hi])
+    return sorted_unique(lo[lo != hi] * n_vertex + hi[lo != hi])
 
 
 def edge_graph(keys, n_vertex):
@@ -141,7 +130,7 @@ def nested_dissection(indptr, indices, leaf=LEAF):
         active = np.flatnonzero(part >= 0)
         if len(active) == 0:
             break
-        ids, pv = np.unique(part[active], return_inverse=True)
+        ids, pv = sorted_unique(part[active], return_inverse=True)
         par_node, hint = par_node[ids], hint[ids]
         part[active] = pv
         small = (np.bincount(pv) <= leaf)[pv]  # a leaf need not be connected: its front is dense anyway
@@ -244,7 +233,7 @@ def _split_parts(g, part, active, pv, par_node, hint, pieces, parent):
             first = len(pieces)
             _emit(active[e], pv[e], par_node, pieces, parent)
             if c == 2:
-                node[np.unique(pv[e])] = np.arange(first, len(pieces))
+                node[sorted_unique(pv[e])] = np.arange(first, len(pieces))
     part[active[cls >= 2]] = -1  # placed in a node
     side = cls < 2
     part[active[side]] = 2 * pv[side] + cls[side]

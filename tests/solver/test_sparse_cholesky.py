@@ -14,7 +14,7 @@ import solver.newton as newton_module
 import solver.sparse_cholesky as sparse_cholesky
 from solver import linalg, simulate
 from solver.examples import compressing_squares, pile
-from solver.ordering import nested_dissection, sorted_unique, vertex_edges, vertex_graph
+from solver.ordering import nested_dissection, vertex_edges, vertex_graph
 from solver.simulation import Simulation
 from solver.sparse_cholesky import (
     NotPositiveDefiniteFront,
@@ -476,17 +476,3 @@ def test_state_is_small_and_a_copy_of_it_continues_with_the_same_bits():
     assert clone.sym is None  # derived data are not part of the state
     for r, c, v in ((r2, c2, 2 * v2), (rows, cols, vals), (r2[::-1], c2[::-1], v2[::-1])):
         assert np.array_equal(clone.solve(r, c, v, b), sc.solve(r, c, v, b))
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-5, 40), max_size=60))
-def test_sorted_unique_is_numpy_unique(values):
-    """ordering.sorted_unique: np.unique's values, and for a sorted array the
-    index of each value's first occurrence (np.unique's return_index)."""
-    a = np.array(values, np.int64)
-    np.testing.assert_array_equal(sorted_unique(a), np.unique(a))
-    s = np.sort(a)
-    rows, first = sorted_unique(s, presorted=True, return_index=True)
-    want_rows, want_first = np.unique(s, return_index=True)
-    np.testing.assert_array_equal(rows, want_rows)
-    np.testing.assert_array_equal(first, want_first)
