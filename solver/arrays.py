@@ -23,8 +23,11 @@ def sorted_unique(a, presorted=False, return_index=False, return_inverse=False, 
     if not presorted:
         if return_index:
             raise ValueError("sorted_unique: return_index needs a presorted array")
-        order = np.argsort(a, kind="stable") if return_inverse else None
-        a = a[order] if order is not None else np.sort(a)
+        if return_inverse:
+            order = np.argsort(a, kind="stable")
+            a = a[order]
+        else:
+            a = np.sort(a)
     keep = np.empty(len(a), bool)
     keep[:1] = True
     np.not_equal(a[1:], a[:-1], out=keep[1:])
@@ -40,3 +43,8 @@ def sorted_unique(a, presorted=False, return_index=False, return_inverse=False, 
     if return_counts:
         out.append(np.diff(np.append(first, len(a))))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def sorted_union(a, b):
+    """np.union1d(a, b) of integer arrays: the distinct values of both, sorted."""
+    return sorted_unique(np.concatenate([a, b]))

@@ -205,11 +205,14 @@ def projected_stress_derivative(el, F, deficit=None):
     lam = np.stack([l1, l2, el.mu + d1, el.mu - d1], axis=1)
     if deficit is not None:
         which = np.flatnonzero(lam.min(axis=1) < 0.0)
-        Qn = Qt[which]
-        deficit.append((which, (np.swapaxes(Qn, 1, 2) * np.maximum(-lam[which], 0.0)[:, None, :]) @ Qn))
-    lam = np.maximum(lam, 0.0)  # clamped eigenvalues
-    # Q diag(lam) Q^T; both matmul operands contiguous (batched matmul is
-    # several times slower on swapped-axes views)
+        deficit.append((which, _from_eigen(Qt[which], np.maximum(-lam[which], 0.0))))
+    return _from_eigen(Qt, np.maximum(lam, 0.0))  # clamped eigenvalues
+
+
+def _from_eigen(Qt, lam):
+    """Symmetric matrices (m, 4, 4) Q diag(lam) Q^T from eigenvectors as rows
+    Qt (m, 4, 4) and eigenvalues lam (m, 4); both matmul operands contiguous
+    (batched matmul is several times slower on swapped-axes views)."""
     return (np.swapaxes(Qt, 1, 2) * lam[:, None, :]) @ Qt
 
 

@@ -59,9 +59,13 @@ def project_psd(H, deficit=None):
         return H
     if deficit is not None:
         which = np.flatnonzero(w.min(axis=1) < 0.0)
-        Vn = V[which]
-        deficit.append((which, np.einsum("nij,nj,nkj->nik", Vn, np.maximum(-w[which], 0.0), Vn)))
-    w = np.maximum(w, 0.0)
+        deficit.append((which, _from_eigen(V[which], np.maximum(-w[which], 0.0))))
+    return _from_eigen(V, np.maximum(w, 0.0))
+
+
+def _from_eigen(V, w):
+    """Symmetric matrices (n, k, k) V diag(w) V^T from eigenvector columns V
+    (n, k, k) and eigenvalues w (n, k)."""
     return np.einsum("nij,nj,nkj->nik", V, w, V)
 
 

@@ -33,7 +33,7 @@ import weakref
 
 import numpy as np
 
-from .arrays import sorted_unique
+from .arrays import sorted_union, sorted_unique
 from .ordering import edge_graph, nested_dissection, vertex_edges
 
 GROUP_RATIO = 1.4  # bucket width (ratio) of own and update sizes; buckets are then merged by cost
@@ -114,8 +114,7 @@ class Symbolic:
         try:
             self.assembly = self.assembly_map(rows, cols)
         except PatternNotCovered:  # (i, j) without (j, i): the fronts of the symmetrized pattern
-            both = vertex_edges(rows, cols, nv, b, symmetric=False)
-            self.edges = sorted_unique(np.concatenate([self.edges, both]))
+            self.edges = sorted_union(self.edges, vertex_edges(rows, cols, nv, b, symmetric=False))
             self._fronts(*edge_graph(self.edges, nv))
             self.assembly = self.assembly_map(rows, cols)
 
@@ -669,8 +668,7 @@ class SparseCholesky:
         # The new pairs are in the entries after the common prefix (the prefix's are
         # covered by the fronts, and so by any fronts of more pairs in the same order)
         b = sym.block
-        fresh = vertex_edges(rows[same:], cols[same:], n // b, b, symmetric=False)
-        edges = sorted_unique(np.concatenate([self.edges, fresh]))
+        edges = sorted_union(self.edges, vertex_edges(rows[same:], cols[same:], n // b, b, symmetric=False))
         sym = Symbolic(rows, cols, n, self.leaf, ordering=self.ordering, edges=edges)
         if sym.flops() > REORDER_GROWTH * self.dissection_flops:
             return None, None, None

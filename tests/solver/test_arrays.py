@@ -1,12 +1,13 @@
 """solver/arrays.py: sorted_unique against np.unique (values, first indices
-of a sorted array, inverse, counts) on random integer arrays."""
+of a sorted array, inverse, counts) and sorted_union against np.union1d on
+random integer arrays."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver.arrays import sorted_unique
+from solver.arrays import sorted_union, sorted_unique
 
 values = st.lists(st.integers(-5, 40), max_size=60)
 
@@ -29,6 +30,13 @@ def test_sorted_unique_is_numpy_unique(v):
         strict=True,
     ):
         np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(values, values)
+def test_sorted_union_is_numpy_union1d(u, v):
+    a, b = np.array(u, np.int64), np.array(v, np.int64)
+    np.testing.assert_array_equal(sorted_union(a, b), np.union1d(a, b))
 
 
 def test_first_indices_need_a_sorted_array():
