@@ -182,13 +182,14 @@ class _BandEntries:
             setattr(self, name, grown)
 
 
-def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None):
+def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None, expected=None):
     """Solve the symmetric system given as COO triplets (duplicates summed).
 
     method: 'auto' (scipy if importable), 'scipy' or 'numpy'.
     require_pd: raise NotPositiveDefinite when the factorization shows the
     matrix is not positive definite.  ordering: a BandOrdering reused
-    between calls.
+    between calls; expected: vertex stencils (s, k) that may couple soon,
+    for the sparse Cholesky's analysis (see SparseCholesky).
     """
     if method == "auto":
         method = "scipy" if HAVE_SCIPY else "numpy"
@@ -197,7 +198,7 @@ def solve(rows, cols, vals, rhs, method="auto", require_pd=False, ordering=None)
     # not be definite on the numpy path: the dense LU at once, no Cholesky test first
     if method == "scipy" or n > TINY_DENSE or require_pd:
         try:
-            return factorize(rows, cols, vals, n, method, ordering).solve(rhs)
+            return factorize(rows, cols, vals, n, method, ordering, expected).solve(rhs)
         except NotPositiveDefinite:
             if require_pd:
                 raise
@@ -224,10 +225,11 @@ class Factorization:
     back: Callable
 
 
-def factorize(rows, cols, vals, n, method="auto", ordering=None):
+def factorize(rows, cols, vals, n, method="auto", ordering=None, expected=None):
     """Factorization of the (n, n) positive definite matrix given by COO
     triplets, by the solver :func:`solve` would use for it (dense, banded or
-    sparse Cholesky); raises NotPositiveDefinite when it is not."""
+    sparse Cholesky); raises NotPositiveDefinite when it is not.  expected:
+    see :func:`solve`."""
     if method == "auto":
         method = "scipy" if HAVE_SCIPY else "numpy"
     ordering = ordering or BandOrdering()
@@ -264,7 +266,7 @@ def factorize(rows, cols, vals, n, method="auto", ordering=None):
                 lambda Y: _lapack.dtbtrs(c, Y, uplo="U", trans="N")[0][inv],
             )
     try:
-        F = ordering.sparse.factor(rows, cols, vals, n)
+        F = ordering.sparse.factor(rows, cols, vals, n, expected)
     except NotPositiveDefiniteFront:
         raise NotPositiveDefinite("sparse Cholesky failed") from None
     return Factorization(F.solve, F.half, F.back)

@@ -224,6 +224,7 @@ class Newton:
         """
         p = self.params
         large = len(fixed_dof) >= REGIME_MIN_DOFS  # the regime rounds and CG run (on the factorization)
+        expected = cs.idx[~cs.pp]  # candidates that may come within dhat: the analysis may cover them
         indefinite = False
         while True:
             T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project, deficit=large)
@@ -233,9 +234,11 @@ class Newton:
                     r, c, v = T.system(fixed_dof)
                     factor = None
                     if not project or large:
-                        factor = _factorize(r, c, v, len(g), p.linear_solver, self.ordering, project)
+                        factor = _factorize(
+                            r, c, v, len(g), p.linear_solver, self.ordering, project, expected
+                        )
                     if factor is None:
-                        dx = solve(r, c, v, -g, p.linear_solver, ordering=self.ordering)
+                        dx = solve(r, c, v, -g, p.linear_solver, ordering=self.ordering, expected=expected)
                     else:
                         dx = factor.solve(-g)
                 if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
@@ -378,13 +381,13 @@ def next_piece(piece, lands):
     return np.where(piece == -lands, 0, lands).astype(piece.dtype)
 
 
-def _factorize(rows, cols, vals, n, method, ordering, project):
+def _factorize(rows, cols, vals, n, method, ordering, project, expected=None):
     """The Cholesky factorization of the system, or None when a projected
     (so positive semidefinite plus mass) one is not numerically definite:
     :func:`~solver.linalg.solve` then picks its fallback.  An exact one that
     is not definite raises :class:`~solver.linalg.NotPositiveDefinite`."""
     try:
-        return factorize(rows, cols, vals, n, method, ordering)
+        return factorize(rows, cols, vals, n, method, ordering, expected)
     except NotPositiveDefinite:
         if not project:
             raise

@@ -38,6 +38,19 @@ def vertex_edges(rows, cols, n_vertex, block, symmetric=True):
     return sorted_unique(lo[lo != hi] * n_vertex + hi[lo != hi])
 
 
+def stencil_edges(stencils, n_vertex):
+    """Sorted unique keys (as :func:`vertex_edges`) of the vertex pairs
+    within each stencil (s, k) of vertex indices; stencils with a vertex
+    outside [0, n_vertex) are left out."""
+    stencils = np.asarray(stencils, np.int64)
+    inside = ((stencils >= 0) & (stencils < n_vertex)).all(axis=1)
+    stencils = stencils[inside]
+    a, b = np.triu_indices(stencils.shape[1], 1)
+    va, vb = stencils[:, a].ravel(), stencils[:, b].ravel()
+    lo, hi = np.minimum(va, vb), np.maximum(va, vb)
+    return sorted_unique(lo[lo != hi] * n_vertex + hi[lo != hi])
+
+
 def edge_graph(keys, n_vertex):
     """CSR adjacency (indptr (n_vertex + 1,), indices (2 e,)) of the edges
     given by keys (e,) from :func:`vertex_edges`."""

@@ -14,7 +14,7 @@ import solver.newton as newton_module
 import solver.sparse_cholesky as sparse_cholesky
 from solver import linalg, simulate
 from solver.examples import compressing_squares, pile
-from solver.ordering import nested_dissection, vertex_edges, vertex_graph
+from solver.ordering import nested_dissection, stencil_edges, vertex_edges, vertex_graph
 from solver.simulation import Simulation
 from solver.sparse_cholesky import (
     NotPositiveDefiniteFront,
@@ -281,9 +281,9 @@ def captured_systems(scene, steps, keep=4, every=1):
     systems = []
     real = newton_module.solve
 
-    def spy(r, c, v, rhs, method, require_pd=False, ordering=None):
+    def spy(r, c, v, rhs, method, require_pd=False, ordering=None, expected=None):
         systems.append((r.copy(), c.copy(), v.copy(), rhs.copy()))
-        return real(r, c, v, rhs, method, require_pd=require_pd, ordering=ordering)
+        return real(r, c, v, rhs, method, require_pd=require_pd, ordering=ordering, expected=expected)
 
     newton_module.solve = spy
     try:
@@ -439,6 +439,68 @@ def test_sparse_path_with_scipy_hidden_matches_numpy_path_and_scipy(tmp_path):
     assert sum(s.active_contacts for s in traj.stats) > 0  # contacts change the pattern in the window
 
 
+def _with_pairs(rows, cols, vals, pairs, block=2):
+    """The pattern plus a coupling of the first DOFs of each vertex pair (p, 2)."""
+    i, j = block * pairs[:, 0], block * pairs[:, 1]
+    return (
+        np.concatenate([rows, i, j]),
+        np.concatenate([cols, j, i]),
+        np.concatenate([vals, np.full(2 * len(pairs), 0.01)]),
+    )
+
+
+def test_a_new_analysis_in_flux_covers_the_expected_pairs():
+    """Expected stencils are ignored by an analysis long after the last one
+    and by a first dissection; a new analysis within IN_FLUX_CALLS calls of the
+    last covers their vertex pairs, so that those contacts, when they come,
+    need only a new assembly map."""
+    rng = np.random.default_rng(12)
+    rows, cols, vals, _ = random_spd(rng, 200, 2, 500)
+    b = rng.normal(size=400)
+    expected = np.array([[3, 150, 77], [190, 5, 5], [60, 199, 200]])  # vertex 200: not in the system
+    pairs = stencil_edges(expected, 200)
+    sc = SparseCholesky(leaf=8)
+    sc.solve(rows, cols, vals, b, expected)  # a first dissection: nothing in flux yet
+    assert not np.isin(pairs, sc.edges).all()
+    for _ in range(sparse_cholesky.IN_FLUX_CALLS):  # settled: the next analysis ignores expectations
+        sc.solve(rows, cols, vals, b, expected)
+    new = np.array([[int(sc.sym.perm[0]) // 2, int(sc.sym.perm[-1]) // 2]])  # first leaf to root
+    r2, c2, v2 = _with_pairs(rows, cols, vals, new)
+    sc.solve(r2, c2, v2, b, expected)
+    assert sc.counts["refront"] == 1 and not np.isin(pairs, sc.edges).all()
+    # an analysis right after it (contacts in flux) covers the expected pairs
+    new2 = np.array([[int(sc.sym.perm[2]) // 2, int(sc.sym.perm[-5]) // 2]])
+    r3, c3, v3 = _with_pairs(r2, c2, v2, new2)
+    sc.solve(r3, c3, v3, b, expected)
+    assert sc.counts["refront"] == 2 and np.isin(pairs, sc.edges).all()
+    # the expected contacts arrive: a remap, and the right answer
+    assert 60 * 200 + 199 not in pairs  # its stencil has a vertex outside
+    r4, c4, v4 = _with_pairs(r3, c3, v3, np.stack([pairs // 200, pairs % 200], axis=1))
+    before = dict(sc.counts)
+    x = sc.solve(r4, c4, v4, b, expected)
+    assert sc.counts["remap"] == before["remap"] + 1 and sc.counts["refront"] == before["refront"]
+    assert_solves(dense(r4, c4, v4, 400), x, b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    stencils=st.lists(st.lists(st.integers(-1, 12), min_size=3, max_size=3), max_size=20),
+    n_vertex=st.integers(1, 12),
+)
+@example(stencils=[], n_vertex=1)
+def test_stencil_edges_are_the_pairs_within_stencils_inside(stencils, n_vertex):
+    keys = stencil_edges(np.array(stencils, np.int64).reshape(-1, 3), n_vertex)
+    pairs = {
+        (min(a, c), max(a, c))
+        for s in stencils
+        if all(0 <= v < n_vertex for v in s)
+        for k, a in enumerate(s)
+        for c in s[k + 1 :]
+        if a != c
+    }
+    assert keys.tolist() == sorted(lo * n_vertex + hi for lo, hi in pairs)
+
+
 def test_pattern_with_entries_in_one_orientation_only():
     """Explicit zeros at (i, j) without (j, i), for pairs coupled nowhere else:
     the matrix is symmetric, its pattern is not; the analysis symmetrizes it."""
@@ -470,9 +532,15 @@ def test_state_is_small_and_a_copy_of_it_continues_with_the_same_bits():
     v2 = np.concatenate([vals, [0.3, 0.3]])
     sc.solve(r2, c2, v2, b)  # new fronts on the union of the pairs
     assert sum(a.nbytes for a in vars(sc).values() if isinstance(a, np.ndarray)) < 10_000
-    assert set(vars(sc)) == {"leaf", "n", "ordering", "edges", "dissection_flops", "counts"}
+    state = {"leaf", "n", "ordering", "edges", "dissection_flops", "calls_since_analysis", "counts"}
+    assert set(vars(sc)) == state
     clone = SparseCholesky.__new__(SparseCholesky)
     clone.__dict__.update(copy.deepcopy(vars(sc)))
     assert clone.sym is None  # derived data are not part of the state
-    for r, c, v in ((r2, c2, 2 * v2), (rows, cols, vals), (r2[::-1], c2[::-1], v2[::-1])):
-        assert np.array_equal(clone.solve(r, c, v, b), sc.solve(r, c, v, b))
+    # the next call is a new analysis in flux: the expected pairs are covered
+    expected = rng.integers(0, 200, (4, 3))
+    r3, c3 = np.concatenate([r2, [first + 2, last - 4]]), np.concatenate([c2, [last - 4, first + 2]])
+    v3 = np.concatenate([v2, [0.1, 0.1]])
+    for r, c, v in ((r3, c3, v3), (r2, c2, 2 * v2), (rows, cols, vals), (r2[::-1], c2[::-1], v2[::-1])):
+        assert np.array_equal(clone.solve(r, c, v, b, expected), sc.solve(r, c, v, b, expected))
+    assert clone.counts == sc.counts and clone.counts["refront"] + clone.counts["dissection"] == 3
