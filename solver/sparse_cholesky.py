@@ -47,6 +47,10 @@ class PatternNotCovered(ValueError):
     """An entry of the matrix lies outside the fronts of the symbolic analysis."""
 
 
+class FrontsTooCostly(Exception):
+    """The fronts would cost more flops than the analysis' max_flops allows."""
+
+
 class _Group:
     """Nodes factored together: slot s of the stacks holds node nodes[s].
 
@@ -85,12 +89,14 @@ class Symbolic:
     """Pattern-only part of the factorization of an (n, n) matrix with COO
     pattern (rows, cols): ordering, tree, groups and index maps."""
 
-    def __init__(self, rows, cols, n, leaf=None, ordering=None, edges=None):
+    def __init__(self, rows, cols, n, leaf=None, ordering=None, edges=None, max_flops=None):
         """ordering: (vertex order, node bounds) of an earlier analysis to
         keep (only the fronts are recomputed), None: nested dissection.
         edges: vertex pairs (keys of ordering.vertex_edges) to analyse,
         covering the pattern; None: those of the pattern.  rows = cols =
-        None (edges given): the fronts only, no assembly map."""
+        None (edges given): the fronts only, no assembly map.  max_flops:
+        raise FrontsTooCostly as soon as the fronts are known to cost more
+        (before the groups and index maps, most of the work, are built)."""
         self.n = n
         self.block = b = 2 if n % 2 == 0 else 1
         nv = n // b
@@ -107,7 +113,7 @@ class Symbolic:
         self.inv[self.perm] = np.arange(n)
         self.vpos = np.empty(nv, np.intp)
         self.vpos[order] = np.arange(nv)
-        self._fronts(indptr, indices)
+        self._fronts(indptr, indices, max_flops)
         if rows is None:  # fronts only (a restored state): no pattern to map yet
             self.assembly = None
             return
@@ -115,16 +121,18 @@ class Symbolic:
             self.assembly = self.assembly_map(rows, cols)
         except PatternNotCovered:  # (i, j) without (j, i): the fronts of the symmetrized pattern
             self.edges = sorted_union(self.edges, vertex_edges(rows, cols, nv, b, symmetric=False))
-            self._fronts(*edge_graph(self.edges, nv))
+            self._fronts(*edge_graph(self.edges, nv), max_flops)
             self.assembly = self.assembly_map(rows, cols)
 
-    def _fronts(self, indptr, indices):
+    def _fronts(self, indptr, indices, max_flops=None):
         """Update sets, tree, groups and index maps for the vertex graph (CSR)."""
         order, bounds = self.ordering
         update, parent = _update_sets(indptr, indices, order, self.vpos, bounds)
         bounds, update, self.parent = _amalgamate(bounds, update, parent, self.block)
         self.update = _dof_sets(update, self.block)
         self.bounds = self.block * bounds  # (m + 1,) DOF position range of each node
+        if max_flops is not None and self.flops() > max_flops:
+            raise FrontsTooCostly
         self.node_of_pos = np.repeat(np.arange(len(bounds) - 1), np.diff(self.bounds))  # (n,)
         self._groups()
         self._front_keys()
@@ -690,8 +698,17 @@ class SparseCholesky:
         # covered by the fronts, and so by any fronts of more pairs in the same order)
         b = sym.block
         edges = sorted_union(self.edges, vertex_edges(rows[same:], cols[same:], n // b, b, symmetric=False))
-        sym = Symbolic(rows, cols, n, self.leaf, ordering=self.ordering, edges=ahead.union(edges))
-        if sym.flops() > REORDER_GROWTH * self.dissection_flops:
+        try:
+            sym = Symbolic(
+                rows,
+                cols,
+                n,
+                self.leaf,
+                ordering=self.ordering,
+                edges=ahead.union(edges),
+                max_flops=REORDER_GROWTH * self.dissection_flops,
+            )
+        except FrontsTooCostly:
             return None, None, None
         return sym, sym.assembly, "refront"
 

@@ -501,6 +501,23 @@ def test_stencil_edges_are_the_pairs_within_stencils_inside(stencils, n_vertex):
     assert keys.tolist() == sorted(lo * n_vertex + hi for lo, hi in pairs)
 
 
+def test_fronts_over_max_flops_are_given_up_before_their_maps():
+    """A refront costing more than max_flops raises FrontsTooCostly (the
+    solver then dissects anew); at max_flops exactly it is built, the same
+    fronts as without the limit."""
+    rng = np.random.default_rng(13)
+    rows, cols, vals, _ = random_spd(rng, 150, 2, 350)
+    sym = Symbolic(rows, cols, 300, leaf=8)
+    r2, c2, _ = _with_pairs(rows, cols, vals, np.array([[int(sym.perm[0]) // 2, int(sym.perm[-1]) // 2]]))
+    edges = np.union1d(sym.edges, vertex_edges(r2, c2, 150, 2))
+    free = Symbolic(r2, c2, 300, 8, ordering=sym.ordering, edges=edges)
+    with pytest.raises(sparse_cholesky.FrontsTooCostly):
+        Symbolic(r2, c2, 300, 8, ordering=sym.ordering, edges=edges, max_flops=free.flops() - 1)
+    kept = Symbolic(r2, c2, 300, 8, ordering=sym.ordering, edges=edges, max_flops=free.flops())
+    assert np.array_equal(kept.bounds, free.bounds) and np.array_equal(kept.parent, free.parent)
+    assert kept.flops() > sym.flops()
+
+
 def test_pattern_with_entries_in_one_orientation_only():
     """Explicit zeros at (i, j) without (j, i), for pairs coupled nowhere else:
     the matrix is symmetric, its pattern is not; the analysis symmetrizes it."""
