@@ -34,8 +34,7 @@ def vertex_edges(rows, cols, n_vertex, block, symmetric=True):
     if symmetric:
         upper = vr < vc
         return sorted_unique(vr[upper] * n_vertex + vc[upper])
-    lo, hi = np.minimum(vr, vc), np.maximum(vr, vc)
-    return sorted_unique(lo[lo != hi] * n_vertex + hi[lo != hi])
+    return _pair_keys(vr, vc, n_vertex)
 
 
 def stencil_edges(stencils, n_vertex):
@@ -46,7 +45,12 @@ def stencil_edges(stencils, n_vertex):
     inside = ((stencils >= 0) & (stencils < n_vertex)).all(axis=1)
     stencils = stencils[inside]
     a, b = np.triu_indices(stencils.shape[1], 1)
-    va, vb = stencils[:, a].ravel(), stencils[:, b].ravel()
+    return _pair_keys(stencils[:, a].ravel(), stencils[:, b].ravel(), n_vertex)
+
+
+def _pair_keys(va, vb, n_vertex):
+    """Sorted unique keys lo * n_vertex + hi of the pairs (va, vb) in either
+    orientation, pairs of a vertex with itself left out."""
     lo, hi = np.minimum(va, vb), np.maximum(va, vb)
     return sorted_unique(lo[lo != hi] * n_vertex + hi[lo != hi])
 
