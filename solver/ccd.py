@@ -12,7 +12,8 @@
   distance itself.  A pair sliding at a tiny gap gets the whole step where
   ACCD would crawl at d / l_p per iteration; ACCD only takes pairs where
   rounding defeats the exact path.
-* :func:`half_plane_step` -- exact for points against half-planes (linear).
+* :func:`half_plane_step` -- exact for points against half-planes (linear);
+  :func:`half_plane_steps` per point, to a given distance.
 * :func:`inversion_step` -- largest step keeping every triangle's signed area
   above ``eta`` times its current value (a quadratic in the step).
 """
@@ -371,6 +372,14 @@ def half_plane_step(x, dx, point, normal, eta=0.1, t_max=1.0):
     if not approaching.any():
         return t_max
     return float(min(t_max, np.min((1.0 - eta) * d[approaching] / -v[approaching])))
+
+
+def half_plane_steps(d, v, keep, t_max=1.0):
+    """Per-point steps (n,): the fraction of its motion at which a point at
+    distance d (n,) from a half-plane, moving by v (n,) along its normal, is
+    left at distance keep (n,) <= d; t_max where it never gets that close."""
+    approaching = v < 0.0
+    return np.minimum(t_max, np.where(approaching, (d - keep) / np.where(approaching, -v, 1.0), t_max))
 
 
 def inversion_step(x, dx, tris, eta=0.1, t_max=1.0):

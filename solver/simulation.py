@@ -32,6 +32,12 @@ from .validate import check_initial_geometry
 # its length left: a contact squeezed harder costs iterations of the log
 # barrier reopening it about x2 each (docs/solver.md, "Newton on piles")
 CCD_GAP_KEPT = 0.3
+# The start stops a vertex that its motion would carry from above START_REST
+# x dhat to below START_DEEP x dhat of a half-plane at START_REST x dhat: a
+# body landing there settles near where its contact appeared (the adaptive
+# kappa balances it there), and Newton reopens a deeper start only about x2
+# per iteration (docs/solver.md, "Landing bodies")
+START_REST, START_DEEP = 0.9, 0.8
 PENALTY_START = 1e3  # penalty stiffness relative to the vertex mass (IP units)
 PENALTY_GROWTH = 10.0
 PENALTY_ROUNDS = 4
@@ -311,15 +317,54 @@ class Simulation:
         the slip it had.  Measured in docs/solver.md ("Where Newton starts").
         """
         m = self.model
-        target = np.where(self._touching_bodies(cs_state)[m.owner][:, None], x_coast, x_tilde)
-        dx = target - x
+        touching = self._touching_bodies(cs_state)
+        dx = np.where(touching[m.owner][:, None], x_coast, x_tilde) - x
         dx[m.is_collider] = 0.0
         dx[self.kin_vertices] = 0.0
         if not np.any(dx):
             return x, None
-        alpha, cs = self._feasible_step(x, dx)
+        cs = self._contact_set(x, x + dx)
+        dx *= self._start_fractions(x, dx, cs, touching)[m.owner][:, None]
+        # every vertex moves along part of its segment: cs covers the scaled motion
+        alpha, cs = self._feasible_step(x, dx, cs)
         # cs was swept from x to the guess: it holds every pair within dhat of it
         return x + alpha * dx, cs
+
+    def _start_fractions(self, x, dx, cs, touching):
+        """(n_owners,) fraction of its start motion dx (N, 2) each body takes:
+        a body touching nothing stops only for its own contacts (one landing
+        body does not hold back the others falling), the bodies touching
+        something share one fraction, the smallest of theirs (they push on
+        each other).  A contact stops where CCD_GAP_KEPT of its gap is left,
+        a vertex landing on a half-plane at START_REST dhat (see there).
+        cs: a contact set swept over x -> x + dx.  The fractions are per
+        pair or per vertex; the start's own CCD then checks the motion they
+        give together."""
+        m, dhat = self.model, self.params.dhat
+        n_owners = len(touching)
+        fraction = np.ones(n_owners + 1)  # the last: colliders, which do not move here
+        owner = np.where(m.is_collider, n_owners, m.owner)
+        pe = ~cs.pp
+        pts, pl = plane_pairs(m)
+        free = ~touching
+        free[m.owner[m.is_collider]] = False
+        with self.timers("ccd"):
+            # with no free body, the pairs' fractions would all go to the shared
+            # one, and the start's own CCD takes the same minimum
+            if pe.any() and free.any():
+                st = cs.idx[pe]
+                steps = ccd.point_edge_step(x[st], dx[st], eta=CCD_GAP_KEPT)
+                np.minimum.at(fraction, owner[st].ravel(), np.repeat(steps, st.shape[1]))
+            if len(pts):
+                d = barrier.plane_distance(x[pts], m.plane_point[pl], m.plane_normal[pl])
+                v = np.einsum("ni,ni->n", dx[pts], m.plane_normal[pl])
+                landing = (d > START_REST * dhat) & (d + v < START_DEEP * dhat)
+                keep = np.where(landing, START_REST * dhat, CCD_GAP_KEPT * d)
+                np.minimum.at(fraction, owner[pts], ccd.half_plane_steps(d, v, keep))
+        fraction = fraction[:n_owners]
+        if touching.any():
+            fraction[touching] = fraction[touching].min()
+        return fraction
 
     def _touching_bodies(self, cs_state):
         """(n_owners,) bool: bodies with a vertex within dhat of another body,
@@ -357,12 +402,14 @@ class Simulation:
             penalized[v] = True
         return fixed, penalized
 
-    def _feasible_step(self, x, dx):
+    def _feasible_step(self, x, dx, cs=None):
         """Largest alpha <= 1 with no inversion and no collision along x + alpha dx,
-        and the contact set swept over that segment."""
+        and the contact set swept over that segment (cs: one swept over a
+        motion that contains it, else built here)."""
         with self.timers("ccd"):
             alpha = min(1.0, ccd.inversion_step(x, dx, self.model.elements.tris))
-        cs = self._contact_set(x, x + alpha * dx)
+        if cs is None:
+            cs = self._contact_set(x, x + alpha * dx)
         with self.timers("ccd"):
             alpha = min(alpha, self._ccd_step(x, dx * alpha, cs) * alpha)
         return alpha, cs
