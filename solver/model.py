@@ -14,6 +14,7 @@ import numpy as np
 from . import elasticity, mesh
 from .broad_phase import BRUTE_FORCE_MAX
 from .errors import SolverInputError
+from .geometry import boundary_edges
 from .validate import check_scene
 
 
@@ -139,7 +140,7 @@ def build_model(scene):
         mu_s.append(np.full(n, float(mat.mu if mat.mu_static is None else mat.mu_static)))
         owner.append(np.full(n, bi))
         tris.append(t + offset)
-        edges.append(mesh.boundary_edges(t) + offset)
+        edges.append(boundary_edges(t) + offset)
         edges_body.append(edges[-1])
         E.append(np.full(len(t), float(mat.E)))
         nu.append(np.full(len(t), float(mat.nu)))

@@ -15,6 +15,7 @@ from .broad_phase import candidates, edge_boxes
 from .contacts import candidate_stencils
 from .distance import distance_sq, point_edge_case
 from .errors import SolverInputError
+from .geometry import boundary_edges, edge_use, points_in_triangles, segments_intersect, signed_areas
 
 FORMULATIONS = ("original", "convergent")
 LINEAR_SOLVERS = ("auto", "scipy", "numpy")
@@ -91,7 +92,7 @@ def _check_samples(what, times, positions, k):
 
 def check_collider(c):
     what = f"collider '{c.name}'"
-    v = mesh._finite_array(c.vertices, (2,), f"{what}: vertices")
+    v = _finite_array(c.vertices, (2,), f"{what}: vertices")
     e = np.asarray(c.edges)
     if e.ndim != 2 or e.shape[1] != 2 or len(e) == 0:
         raise SolverInputError(
@@ -137,6 +138,86 @@ def check_half_planes(planes):
         _non_negative(hp.mu, f"{what}: mu")
 
 
+def _finite_array(value, shape_tail, what, dtype=float):
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise SolverInputError(f"{what}: not a numeric array ({exc})") from None
+    if arr.ndim != 1 + len(shape_tail) or arr.shape[1:] != shape_tail:
+        raise SolverInputError(
+            f"{what}: expected shape (n, {', '.join(map(str, shape_tail))}), got {arr.shape}"
+        )
+    if dtype is float and not np.all(np.isfinite(arr)):
+        raise SolverInputError(f"{what}: contains NaN or infinite values")
+    return arr
+
+
+def checked_body_mesh(name, vertices, triangles):
+    """Validate a body mesh; returns (vertices (n,2) float, triangles (m,3) CCW)."""
+    v = _finite_array(vertices, (2,), f"body '{name}': vertices")
+    if len(v) < 3:
+        raise SolverInputError(f"body '{name}': needs at least 3 vertices, got {len(v)}")
+    try:
+        t = np.asarray(triangles)
+    except (TypeError, ValueError):
+        raise SolverInputError(f"body '{name}': triangles are not an integer array") from None
+    if t.ndim != 2 or t.shape[1] != 3 or len(t) == 0:
+        raise SolverInputError(f"body '{name}': triangles must have shape (m, 3) with m >= 1, got {t.shape}")
+    if not np.issubdtype(t.dtype, np.integer) and (
+        not np.all(np.isfinite(t.astype(float))) or np.any(t != np.round(t))
+    ):
+        raise SolverInputError(f"body '{name}': triangle indices must be integers")
+    t = t.astype(np.intp)
+    if t.min() < 0 or t.max() >= len(v):
+        raise SolverInputError(f"body '{name}': triangle index out of range [0, {len(v) - 1}]")
+    if np.any((t[:, 0] == t[:, 1]) | (t[:, 1] == t[:, 2]) | (t[:, 0] == t[:, 2])):
+        raise SolverInputError(f"body '{name}': a triangle repeats a vertex")
+    unused = np.setdiff1d(np.arange(len(v)), t.ravel())
+    if len(unused):
+        raise SolverInputError(
+            f"body '{name}': vertex {unused[0]} is not used by any triangle ({len(unused)} unused vertices)"
+        )
+    area = signed_areas(v, t)
+    scale = max(float(np.ptp(v, axis=0).max()), 1e-300)
+    tiny = np.abs(area) <= 1e-12 * scale * scale
+    if tiny.any():
+        i = int(np.flatnonzero(tiny)[0])
+        raise SolverInputError(f"body '{name}': triangle {i} is degenerate (zero area)")
+    if np.all(area < 0):
+        t = t[:, [0, 2, 1]]
+    elif np.any(area < 0):
+        minority = area < 0 if (area > 0).sum() >= (area < 0).sum() else area > 0
+        i = int(np.flatnonzero(minority)[0])
+        raise SolverInputError(f"body '{name}': triangle {i} is inverted (inconsistent orientation)")
+    und, counts = edge_use(t)
+    if np.any(counts > 2):
+        e = und[np.argmax(counts > 2)]
+        raise SolverInputError(
+            f"body '{name}': non-manifold edge ({e[0]}, {e[1]}) shared by more than two triangles"
+        )
+    _, first, counts = np.unique(np.sort(t, axis=1), axis=0, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        raise SolverInputError(f"body '{name}': triangle {int(first[np.argmax(counts > 1)])} is repeated")
+    directed = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
+    if len(np.unique(directed, axis=0)) < len(directed):
+        # consistently oriented neighbours traverse a shared edge in opposite directions
+        raise SolverInputError(
+            f"body '{name}': two triangles fold over each other (same-direction shared edge)"
+        )
+    return v, t
+
+
+def check_boundary_simple(name, x, edges):
+    """Raise if a body's boundary has vertices used by more than two boundary
+    edges (a 'bow-tie' that makes contact ill-defined)."""
+    deg = np.bincount(edges.ravel(), minlength=len(x))
+    if np.any(deg > 2):
+        i = int(np.argmax(deg > 2))
+        raise SolverInputError(
+            f"body '{name}': non-manifold boundary at vertex {i} ({deg[i]} boundary edges meet there)"
+        )
+
+
 def check_scene(scene):
     """Check everything but the initial geometry; returns [(vertices, triangles)] per body."""
     check_params(scene.params)
@@ -149,25 +230,14 @@ def check_scene(scene):
     meshes = []
     for b in scene.bodies:
         check_material(b.name, b.material)
-        v, t = mesh.checked_body_mesh(b.name, b.vertices, b.triangles)
-        mesh.check_boundary_simple(b.name, v, mesh.boundary_edges(t))
+        v, t = checked_body_mesh(b.name, b.vertices, b.triangles)
+        check_boundary_simple(b.name, v, boundary_edges(t))
         check_pins(b.name, b.pins, len(v))
         meshes.append((v, t))
     for c in scene.colliders:
         check_collider(c)
     check_half_planes(scene.half_planes)
     return meshes
-
-
-def _segments_cross(a0, a1, b0, b1):
-    """Proper or touching intersection of segments (n,2) pairs, (n,) bool."""
-
-    def orient(p, q, r):
-        return np.sign((q[:, 0] - p[:, 0]) * (r[:, 1] - p[:, 1]) - (q[:, 1] - p[:, 1]) * (r[:, 0] - p[:, 0]))
-
-    o1, o2 = orient(a0, a1, b0), orient(a0, a1, b1)
-    o3, o4 = orient(b0, b1, a0), orient(b0, b1, a1)
-    return (o1 * o2 <= 0) & (o3 * o4 <= 0) & ~((o1 == 0) & (o2 == 0))
 
 
 def check_initial_geometry(model, x, dhat):
@@ -209,7 +279,7 @@ def _check_edge_crossings(model, x, names):
     both_col = model.is_collider[ea[:, 0]] & model.is_collider[eb[:, 0]]
     keep = (ai < bi) & ~share & ~both_col
     ea, eb = ea[keep], eb[keep]
-    cross = _segments_cross(x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]])
+    cross = segments_intersect(x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]])
     if cross.any():
         k = int(np.argmax(cross))
         a, b = names[model.owner[ea[k, 0]]], names[model.owner[eb[k, 0]]]
@@ -227,11 +297,7 @@ def _check_containment(model, x, names):
     a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
     probes = np.concatenate([np.unique(tri_comp), [sl.start for sl in model.collider_slices]])
     for r in probes.astype(np.intp):
-        q = x[r]
-        d1 = (b[:, 0] - a[:, 0]) * (q[1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (q[0] - a[:, 0])
-        d2 = (c[:, 0] - b[:, 0]) * (q[1] - b[:, 1]) - (c[:, 1] - b[:, 1]) * (q[0] - b[:, 0])
-        d3 = (a[:, 0] - c[:, 0]) * (q[1] - c[:, 1]) - (a[:, 1] - c[:, 1]) * (q[0] - c[:, 0])
-        inside = (tri_comp != r) & (d1 >= 0) & (d2 >= 0) & (d3 >= 0)
+        inside = (tri_comp != r) & points_in_triangles(x[r], a, b, c)
         if inside.any():
             guest, host = names[model.owner[r]], names[model.owner[tris[int(np.argmax(inside)), 0]]]
             if guest == host:
