@@ -429,6 +429,24 @@ def build_scene(
     return Scene(tuple(solver_bodies), tuple(solver_colliders), planes, params)
 
 
+# The solver's field names as the panel labels them.
+_PANEL_FIELDS = {
+    "material.E": "Young's Modulus",
+    "material.nu": "Poisson Ratio",
+    "material.density": "Density",
+    "material.mu": "Friction",
+}
+
+
+def _beside(metres: float, gap: str) -> str:
+    """A distance with enough digits to differ from the Contact Gap it is compared with."""
+    for digits in range(3, 18):
+        text = format_length(metres, digits)
+        if text != gap:
+            return text
+    return text
+
+
 def in_blender_words(message: str, bodies: list[BodyInput], scene: Scene) -> str:
     """A solver message in the artist's terms: Blender's face and vertex indices instead of the
     solver's triangle and compacted vertex numbers, the panel's names (Contact Gap, Ground)."""
@@ -436,18 +454,23 @@ def in_blender_words(message: str, bodies: list[BodyInput], scene: Scene) -> str
     m = re.match(r"body '([^']*)': (.*)", message, re.S)
     if m and m.group(1) in by_name:
         body = by_name[m.group(1)]
-        rest = re.sub(r"\btriangle (\d+)", lambda t: f"face {body.faces[int(t.group(1))]}", m.group(2))
+        rest = m.group(2)
+        for field, words in _PANEL_FIELDS.items():
+            rest = rest.replace(f"{field}: ", f"{words}: ")
         rest = re.sub(
             r"\bedge \((\d+), (\d+)\)",
             lambda e: f"edge between vertices {body.used[int(e.group(1))]} and {body.used[int(e.group(2))]}",
             rest,
         )
         rest = re.sub(r"\bvertex (\d+)", lambda v: f"vertex {body.used[int(v.group(1))]}", rest)
+        # the fields' paths last: their words ('vertex 12') must not be translated twice
+        rest = re.sub(r"\btriangles\[(\d+)\]", lambda t: f"face {body.faces[int(t.group(1))]}", rest)
+        rest = re.sub(r"\bvertices\[(\d+)\]", lambda v: f"vertex {body.used[int(v.group(1))]}", rest)
         message = f"'{body.name}': {rest}"
     gap = format_length(scene.params.dhat)
     message = re.sub(r"\bdhat=[-+.e0-9]+", f"the Contact Gap ({gap})", message)
     message = re.sub(
-        r"\(distance ([-+.e0-9]+)\)", lambda d: f"(distance {format_length(float(d.group(1)))})", message
+        r"\(distance ([-+.e0-9]+)\)", lambda d: f"(distance {_beside(float(d.group(1)), gap)})", message
     )
     for hp in scene.half_planes:
         height = format_length(float(hp.point[1]))

@@ -13,7 +13,6 @@ import numpy as np
 
 from . import elasticity, mesh
 from .broad_phase import BRUTE_FORCE_MAX
-from .errors import SolverInputError
 from .geometry import boundary_edges
 from .validate import check_scene
 
@@ -246,6 +245,4 @@ def _initial_velocity(body, n):
     v = np.asarray(body.velocity, float)
     if v.shape == (2,):
         v = np.tile(v, (n, 1))
-    if v.shape != (n, 2) or not np.all(np.isfinite(v)):
-        raise SolverInputError(f"body '{body.name}': velocity must be finite with shape (2,) or ({n}, 2)")
-    return v.copy()
+    return v.copy()  # shape and values checked by validate.check_velocity
