@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import blas_threads, messages, touching
+from . import blas_threads, messages
 from .colliders import (
     ColliderReport,
     collider_reports,
@@ -32,12 +32,13 @@ from .reading import (
     is_obstacle_body,
     material_of,
     read_body,
+    separation_report,
 )
 from .resume import Resume, restored_stats
 from .resume import store as store_checkpoint
 from .shape_keys import add_frame_key, append_bake, begin_keys, remove_keys, to_local_frames, write_bake
 from .signature import input_signature
-from .solver import Simulation, SolverInputError
+from .solver import Simulation, SolverInputError, touching
 from .solver.collider_check import compact_ranges
 from .solver.validate import check_scene
 
@@ -113,7 +114,7 @@ class BakeJob:
     @property
     def note(self) -> str:
         """Objects that touched at the start and were separated for the simulation, or ''."""
-        return touching.report(self.separated, self.solver_scene.params.dhat)
+        return separation_report(self.separated, self.solver_scene.params.dhat)
 
     def _read(self, context):
         scene = context.scene

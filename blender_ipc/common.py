@@ -74,10 +74,10 @@ def is_our_bake(obj) -> bool:
     return bool(key) and all(kb.name.startswith(KEY_PREFIX) for kb in key.key_blocks)
 
 
-def format_length(metres: float) -> str:
-    """'34 µm', '3.4 mm', '0.12 m': three significant digits in a readable unit."""
+def format_length(metres: float, digits: int = 3) -> str:
+    """'34 µm', '3.4 mm', '0.12 m': three (or digits) significant digits in a readable unit."""
     a = abs(metres)
     for unit, scale in (("m", 1.0), ("mm", 1e-3), ("µm", 1e-6)):
         if a >= scale:
-            return f"{metres / scale:.3g} {unit}"
-    return f"{metres / 1e-9:.3g} nm"
+            return f"{metres / scale:.{digits}g} {unit}"
+    return f"{metres / 1e-9:.{digits}g} nm"

@@ -30,6 +30,7 @@ from .common import (
     transform,
 )
 from .solver import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
+from .solver.geometry import cross, orientation, point_segment_distance, points_in_triangles, signed_areas
 
 FLAT_TOL_REL = 1e-4  # allowed out-of-plane spread relative to the body size
 FLAT_TOL_ABS = 1e-6  # ... but never below this [m] (float32 mesh coordinates)
@@ -228,8 +229,7 @@ def read_body(obj, plane: str) -> BodyInput:
     x = world[used][:, [u, v]]
     # Faces wound the other way (a flipped normal) are turned round in the solver's copy only:
     # in a flat mesh every face's winding is visible from its signed area in the plane.
-    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
-    flipped = _cross2(b - a, c - a) < 0
+    flipped = signed_areas(x, tris) < 0
     tris[flipped] = tris[flipped][:, [0, 2, 1]]
     loose_tri, loose_bary = attach_to_nearest_triangle(world[loose][:, [u, v]], x, tris)
     return BodyInput(obj.name, local, world, used, tris, pinned, loose, loose_tri, loose_bary, faces)
@@ -245,9 +245,8 @@ def _retriangulated(mesh, xy: np.ndarray, tris: np.ndarray, faces: np.ndarray):
     again as a constrained Delaunay triangulation of the face's outline (mathutils, Blender
     3.4+), in the solver's copy only. A face that cannot be (a sliver, an outline crossing
     itself) keeps Blender's triangles, and the solver names it."""
-    a, b, c = xy[tris[:, 0]], xy[tris[:, 1]], xy[tris[:, 2]]
     scale = max(float(np.ptp(xy, axis=0).max()), 1e-300)
-    flat = np.abs(_cross2(b - a, c - a)) <= FLAT_TRIANGLE_REL * scale * scale
+    flat = np.abs(2.0 * signed_areas(xy, tris)) <= FLAT_TRIANGLE_REL * scale * scale
     if not flat.any():
         return tris, faces
     keep, new_tris, new_faces = np.ones(len(tris), bool), [tris], [faces]
@@ -274,16 +273,15 @@ def _outline_triangles(pts: np.ndarray, tiny: float):
     cdt = to_input[np.array([list(t) for t in tri_list], dtype=np.int64)]
     if cdt.shape[1] != 3:
         return None
-    a, b, c = pts[cdt[:, 0]], pts[cdt[:, 1]], pts[cdt[:, 2]]
-    area = np.abs(_cross2(b - a, c - a))
-    outline = abs(float(_cross2(pts, np.roll(pts, -1, axis=0)).sum()))
+    area = np.abs(2.0 * signed_areas(pts, cdt))
+    outline = abs(float(cross(pts, np.roll(pts, -1, axis=0)).sum()))
     if (area <= tiny).any() or abs(area.sum() - outline) > 1e-9 * max(outline, 1e-300):
         return None
     return cdt
 
 
 def attach_to_nearest_triangle(points: np.ndarray, x: np.ndarray, tris: np.ndarray):
-    """For each point (q, 2): the nearest triangle of the mesh (x, tris) and the point's
+    """For each point (q, 2): the nearest counter-clockwise triangle of the mesh (x, tris) and the point's
     barycentric coordinates in it (unclamped: a point outside follows the triangle's affine
     motion). Loose vertices and edges of a body are carried along this way."""
     tri_of = np.zeros(len(points), dtype=np.int64)
@@ -291,27 +289,17 @@ def attach_to_nearest_triangle(points: np.ndarray, x: np.ndarray, tris: np.ndarr
     for start in range(0, len(points), 256):  # (chunk, m) distance table
         p = points[start : start + 256, None]
         d = np.minimum(
-            np.minimum(_segment_distance(p, a, b), _segment_distance(p, b, c)), _segment_distance(p, c, a)
+            np.minimum(point_segment_distance(p, a, b), point_segment_distance(p, b, c)),
+            point_segment_distance(p, c, a),
         )
-        s1, s2, s3 = _cross2(b - a, p - a), _cross2(c - b, p - b), _cross2(a - c, p - c)
-        inside = ((s1 >= 0) & (s2 >= 0) & (s3 >= 0)) | ((s1 <= 0) & (s2 <= 0) & (s3 <= 0))
+        inside = points_in_triangles(p, a, b, c)
         tri_of[start : start + 256] = np.argmin(np.where(inside, -1.0, d), axis=1)
     t = tris[tri_of]
     a, b, c = x[t[:, 0]], x[t[:, 1]], x[t[:, 2]]
-    area = _cross2(b - a, c - a)
-    wb = _cross2(points - a, c - a) / area
-    wc = _cross2(b - a, points - a) / area
+    area = orientation(a, b, c)
+    wb = orientation(a, points, c) / area
+    wc = orientation(a, b, points) / area
     return tri_of, np.column_stack([1.0 - wb - wc, wb, wc])
-
-
-def _cross2(p, q):
-    return p[..., 0] * q[..., 1] - p[..., 1] * q[..., 0]
-
-
-def _segment_distance(p, a, b):
-    ab = b - a
-    t = np.clip(((p - a) * ab).sum(-1) / np.maximum((ab * ab).sum(-1), 1e-300), 0.0, 1.0)
-    return np.linalg.norm(p - (a + t[..., None] * ab), axis=-1)
 
 
 def material_of(obj) -> Material:
@@ -382,7 +370,7 @@ def _spin(x, tris, linear, omega):
     if not any(linear) and omega == 0.0:
         return None
     a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
-    area = np.abs(_cross2(b - a, c - a))
+    area = np.abs(signed_areas(x, tris))
     centre = ((a + b + c) / 3.0 * area[:, None]).sum(axis=0) / area.sum()
     r = x - centre
     return np.asarray(linear, float) + omega * np.column_stack([-r[:, 1], r[:, 0]])
@@ -441,6 +429,24 @@ def build_scene(
     return Scene(tuple(solver_bodies), tuple(solver_colliders), planes, params)
 
 
+# The solver's field names as the panel labels them.
+_PANEL_FIELDS = {
+    "material.E": "Young's Modulus",
+    "material.nu": "Poisson Ratio",
+    "material.density": "Density",
+    "material.mu": "Friction",
+}
+
+
+def _beside(metres: float, gap: str) -> str:
+    """A distance with enough digits to differ from the Contact Gap it is compared with."""
+    for digits in range(3, 18):
+        text = format_length(metres, digits)
+        if text != gap:
+            return text
+    return text
+
+
 def in_blender_words(message: str, bodies: list[BodyInput], scene: Scene) -> str:
     """A solver message in the artist's terms: Blender's face and vertex indices instead of the
     solver's triangle and compacted vertex numbers, the panel's names (Contact Gap, Ground)."""
@@ -448,20 +454,40 @@ def in_blender_words(message: str, bodies: list[BodyInput], scene: Scene) -> str
     m = re.match(r"body '([^']*)': (.*)", message, re.S)
     if m and m.group(1) in by_name:
         body = by_name[m.group(1)]
-        rest = re.sub(r"\btriangle (\d+)", lambda t: f"face {body.faces[int(t.group(1))]}", m.group(2))
+        rest = m.group(2)
+        for field, words in _PANEL_FIELDS.items():
+            rest = rest.replace(f"{field}: ", f"{words}: ")
         rest = re.sub(
             r"\bedge \((\d+), (\d+)\)",
             lambda e: f"edge between vertices {body.used[int(e.group(1))]} and {body.used[int(e.group(2))]}",
             rest,
         )
         rest = re.sub(r"\bvertex (\d+)", lambda v: f"vertex {body.used[int(v.group(1))]}", rest)
+        # the fields' paths last: their words ('vertex 12') must not be translated twice
+        rest = re.sub(r"\btriangles\[(\d+)\]", lambda t: f"face {body.faces[int(t.group(1))]}", rest)
+        rest = re.sub(r"\bvertices\[(\d+)\]", lambda v: f"vertex {body.used[int(v.group(1))]}", rest)
         message = f"'{body.name}': {rest}"
     gap = format_length(scene.params.dhat)
     message = re.sub(r"\bdhat=[-+.e0-9]+", f"the Contact Gap ({gap})", message)
     message = re.sub(
-        r"\(distance ([-+.e0-9]+)\)", lambda d: f"(distance {format_length(float(d.group(1)))})", message
+        r"\(distance ([-+.e0-9]+)\)", lambda d: f"(distance {_beside(float(d.group(1)), gap)})", message
     )
     for hp in scene.half_planes:
         height = format_length(float(hp.point[1]))
         message = message.replace(f"half-plane '{hp.name}'", f"the {hp.name} (height {height})")
     return re.sub(r"\bbod(y|ies) '", "'", message)
+
+
+def _quoted(name: str) -> str:
+    return name if name.startswith("the ") else f"'{name}'"
+
+
+def separation_report(moves, dhat) -> str:
+    """The bake's report of the bodies solver.touching moved apart ('' if none moved)."""
+    if not moves:
+        return ""
+    parts = [f"'{a}' {format_length(d)} away from {_quoted(b)}" for a, b, d in moves]
+    return (
+        "IPC: objects touching at the start were separated for the simulation (the meshes are "
+        f"unchanged, the Contact Gap is {format_length(dhat)}): moved " + ", ".join(parts)
+    )

@@ -1,5 +1,5 @@
 """Make Simulation Mesh (bpy side): the outline of a flat Mesh / Text / Curve object in the
-simulation plane, meshed by :mod:`remesh_core` into a NEW object "<name>_sim"; and a cached
+simulation plane, meshed by the solver's :mod:`meshing` into a NEW object "<name>_sim"; and a cached
 mesh-quality measure for the panel's hint."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import numpy as np
 from mathutils import Matrix, Vector
 from mathutils.geometry import delaunay_2d_cdt
 
-from . import remesh_core
 from .common import PLANE_AXES, IPCError, local_coords, matrix_of
+from .solver import meshing
 
 SOURCE_TYPES = {"MESH", "FONT", "CURVE"}
 FLAT_TOL_REL = 1e-4
@@ -128,7 +128,7 @@ def make_sim_mesh(context, obj, edge_length: float, min_angle: float):
     if abs(mw.to_3x3().determinant()) < 1e-12:
         raise IPCError(f"'{obj.name}' has a zero scale; apply a non-zero scale first")
     try:
-        xy, tris = remesh_core.mesh_region(loops, h, min_angle, cdt=cdt)
+        xy, tris = meshing.mesh_region(loops, h, min_angle, cdt=cdt)
     except ValueError as err:
         raise IPCError(f"'{obj.name}': {err}") from err
     if len(tris) == 0:
@@ -159,8 +159,8 @@ def make_sim_mesh(context, obj, edge_length: float, min_angle: float):
     obj.select_set(False)
     new.select_set(True)
     context.view_layer.objects.active = new
-    deviation = remesh_core.outline_deviation(loops, xy, tris)
-    return new, (before, float(remesh_core.min_angles(xy, tris).min())), deviation
+    deviation = meshing.outline_deviation(loops, xy, tris)
+    return new, (before, float(meshing.min_angles(xy, tris).min())), deviation
 
 
 def bpy_data():
@@ -189,7 +189,7 @@ def _mesh_min_angle(mesh, m, u, v) -> float:
     if len(tris) == 0:
         return 180.0
     x = local_coords(mesh).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
-    return float(remesh_core.min_angles(x[:, [u, v]], tris).min())
+    return float(meshing.min_angles(x[:, [u, v]], tris).min())
 
 
 _quality_cache: dict = {}

@@ -20,17 +20,16 @@
 
 import numpy as np
 
+from .geometry import cross as _cross
+from .geometry import dot as _dot
+from .geometry import point_segment_distance
+
 
 def _dist(X):
     """Point-segment distance of stencils (n,3,2) by clamped projection: the
     same distance as solver.distance, in a few fused operations because the
     ACCD loop below calls it hundreds of times for pairs sliding in contact."""
-    w0, w1 = X[:, 0, 0] - X[:, 1, 0], X[:, 0, 1] - X[:, 1, 1]
-    e0, e1 = X[:, 2, 0] - X[:, 1, 0], X[:, 2, 1] - X[:, 1, 1]
-    ee = e0 * e0 + e1 * e1
-    s = np.clip((w0 * e0 + w1 * e1) / np.where(ee > 0.0, ee, 1.0), 0.0, 1.0)
-    r0, r1 = w0 - s * e0, w1 - s * e1
-    return np.sqrt(r0 * r0 + r1 * r1)
+    return point_segment_distance(X[:, 0], X[:, 1], X[:, 2])
 
 
 def accd_point_edge(X, dX, eta=0.1, t_max=1.0, max_iter=1000):
@@ -258,9 +257,7 @@ class _Pair:
     def distance_at(self, i, t):
         """Point-segment distance (m,) of pairs i (m,) at times t (m,)."""
         A, E = self.at(i, t)
-        ee = _dot(E, E)
-        s = np.clip(_dot(A, E) / np.where(ee > 0.0, ee, 1.0), 0.0, 1.0)
-        return np.linalg.norm(A - s[:, None] * E, axis=1)
+        return point_segment_distance(A, 0.0, E)
 
     def onto_segment_at(self, i, t):
         """(m,) bool: the point of pair i projects onto the segment at time t."""
@@ -353,14 +350,6 @@ def _poly_mul(a, b):
     return out
 
 
-def _cross(a, b):
-    return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-
-
-def _dot(a, b):
-    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1]
-
-
 def half_plane_step(x, dx, point, normal, eta=0.1, t_max=1.0):
     """Largest step (scalar) keeping points x (n,2) moving by dx on the free side,
     with at least eta of their current distance left.  point/normal: (n,2)."""
@@ -388,9 +377,10 @@ def inversion_step(x, dx, tris, eta=0.1, t_max=1.0):
     b = x[tris[:, 2]] - x[tris[:, 0]]
     da = dx[tris[:, 1]] - dx[tris[:, 0]]
     db = dx[tris[:, 2]] - dx[tris[:, 0]]
-    c0 = a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
+    c0 = _cross(a, b)
+    # not _cross(a, db) + _cross(da, b): this summation order is the one the bench was hashed with
     c1 = a[:, 0] * db[:, 1] + da[:, 0] * b[:, 1] - a[:, 1] * db[:, 0] - da[:, 1] * b[:, 0]
-    c2 = da[:, 0] * db[:, 1] - da[:, 1] * db[:, 0]
+    c2 = _cross(da, db)
     # roots of c2 t^2 + c1 t + (1 - eta) c0 = 0; smallest positive one
     c = (1.0 - eta) * c0
     # det(t) - eta det(0) >= c - |c1| t - |c2| t^2 > 0 on [0, t_max] clears a triangle

@@ -36,6 +36,7 @@ import numpy as np
 
 from .contacts import candidate_stencils
 from .distance import case_and_distance_sq
+from .geometry import cross as _cross
 
 ONTO_SEGMENT_TOL = 1e-9  # relative slack of the projection parameter in [0, 1] at a crossing
 # A snapped vertex can miss its target by rounding (x + (target - x) != target): lags up to
@@ -113,10 +114,6 @@ def crossed(X, dX):
         s = np.einsum("ni,ni->n", A, E) / np.where(ee > 0.0, ee, 1.0)
         hit[np.flatnonzero(ok)[(s >= -ONTO_SEGMENT_TOL) & (s <= 1.0 + ONTO_SEGMENT_TOL)]] = True
     return hit
-
-
-def _cross(a, b):
-    return a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
 
 
 def compact_ranges(numbers):

@@ -15,6 +15,8 @@ Gradients are (n, 6) and Hessians (n, 6, 6) in the DOF order
 
 import numpy as np
 
+from .geometry import cross
+
 PP0, PP1, PL = 0, 1, 2
 
 
@@ -43,7 +45,7 @@ def distance_sq(X, case):
 def _distance_sq(a, e, b, case, L=None):
     """a = p - e0, e = e1 - e0, b = p - e1 (L = |e|^2 if known); PL as cross^2 / |e|^2."""
     line = case == PL
-    c = a[:, 0] * e[:, 1] - a[:, 1] * e[:, 0]
+    c = cross(a, e)
     if L is None:
         L = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
     pp = np.where(case == PP1, b[:, 0] * b[:, 0] + b[:, 1] * b[:, 1], a[:, 0] * a[:, 0] + a[:, 1] * a[:, 1])
@@ -106,7 +108,7 @@ def distance_sq_derivatives(X, case):
     """
     n = len(X)
     a, e, L, line, r, gamma = _closest(X, case)
-    c = a[:, 0] * e[:, 1] - a[:, 1] * e[:, 0]
+    c = cross(a, e)
     # PL: c^2 / L (no cancellation for a point far along a long edge)
     d2 = np.where(line, c * c / np.where(line, L, 1.0), r[:, 0] * r[:, 0] + r[:, 1] * r[:, 1])
     g = 2.0 * (gamma[:, :, None] * r[:, None, :]).reshape(n, 6)
@@ -136,9 +138,3 @@ def closest_point_parameter(X, case):
     r[case == PP0] = 0.0
     r[case == PP1] = 1.0
     return r
-
-
-def segment_distance_sq(p, e0, e1):
-    """Convenience: squared distance of points p (n,2) to segments (n,2),(n,2)."""
-    X = np.stack([p, e0, e1], axis=1)
-    return distance_sq(X, point_edge_case(X))

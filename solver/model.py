@@ -13,7 +13,7 @@ import numpy as np
 
 from . import elasticity, mesh
 from .broad_phase import BRUTE_FORCE_MAX
-from .errors import SolverInputError
+from .geometry import boundary_edges
 from .validate import check_scene
 
 
@@ -139,7 +139,7 @@ def build_model(scene):
         mu_s.append(np.full(n, float(mat.mu if mat.mu_static is None else mat.mu_static)))
         owner.append(np.full(n, bi))
         tris.append(t + offset)
-        edges.append(mesh.boundary_edges(t) + offset)
+        edges.append(boundary_edges(t) + offset)
         edges_body.append(edges[-1])
         E.append(np.full(len(t), float(mat.E)))
         nu.append(np.full(len(t), float(mat.nu)))
@@ -245,6 +245,4 @@ def _initial_velocity(body, n):
     v = np.asarray(body.velocity, float)
     if v.shape == (2,):
         v = np.tile(v, (n, 1))
-    if v.shape != (n, 2) or not np.all(np.isfinite(v)):
-        raise SolverInputError(f"body '{body.name}': velocity must be finite with shape (2,) or ({n}, 2)")
-    return v.copy()
+    return v.copy()  # shape and values checked by validate.check_velocity

@@ -7,9 +7,11 @@ Every problem in a scene file raises :class:`~solver.errors.SolverInputError`
 whose message starts with the path of the offending field, e.g.
 ``bodies[1].material.nu: expected a number in (-1, 0.5), got 0.7 (body "top")``.
 
-The loader checks structure (required / unknown fields, types, shapes,
-finiteness, index ranges, value ranges).  Geometric checks that need the whole
-scene (overlaps, penetration, orientation) are done by the simulation.
+The loader checks structure only (required / unknown fields, types, shapes,
+finiteness); every rule on the values (ranges, allowed names, index ranges,
+meshes, sample times) is ``validate.check_scene``'s, called with the file's
+naming so that its messages give the field's path.  Checks of the start state
+as a whole (overlaps, penetration) are done by the simulation.
 """
 
 from __future__ import annotations
@@ -18,16 +20,16 @@ import json
 import math
 import os
 from dataclasses import fields as _dc_fields
+from dataclasses import replace
 
 import numpy as np
 
 from .errors import SolverInputError
 from .scene import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
+from .validate import SCENE_FILE, check_scene
 
 FORMAT_NAME = "blender-ipc-scene"
 FORMAT_VERSION = 1
-FORMULATIONS = ("original", "convergent")
-LINEAR_SOLVERS = ("auto", "scipy", "numpy")
 MOTION_TYPES = ("static", "sampled", "rigid", "affine")
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "dumps_scene", "load_scene", "save_scene", "scene_to_dict"]
@@ -86,26 +88,6 @@ def _object(value, path, required=(), optional=()):
         if key not in value:
             _fail(path, f"missing required field {key!r}")
     return value
-
-
-def _number(value, path, lo=None, hi=None, lo_open=False, hi_open=False):
-    """A finite number inside the given (optionally open) interval."""
-    if lo is not None and hi is not None:
-        want = f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
-    elif lo is not None:
-        want = f"a number {'>' if lo_open else '>='} {lo:g}"
-    elif hi is not None:
-        want = f"a number {'<' if hi_open else '<='} {hi:g}"
-    else:
-        want = "a finite number"
-    if not _is_number(value) or not math.isfinite(value):
-        _fail(path, f"expected {want}, got {_describe(value)}")
-    x = float(value)
-    too_low = lo is not None and (x <= lo if lo_open else x < lo)
-    too_high = hi is not None and (x >= hi if hi_open else x > hi)
-    if too_low or too_high:
-        _fail(path, f"expected {want}, got {value!r}")
-    return x
 
 
 def _integer(value, path, lo=None):
@@ -197,27 +179,7 @@ def _times(value, path):
     t = _array(value, path, (None,))
     if len(t) == 0:
         _fail(path, "expected at least one sample time")
-    steps = np.diff(t)
-    if np.any(steps <= 0):
-        i = int(np.argmax(steps <= 0)) + 1
-        _fail(f"{path}[{i}]", f"times must be strictly increasing, got {t[i]!r} after {t[i - 1]!r}")
     return t
-
-
-def _indices_in_range(idx, n, path, what="vertex index"):
-    """All entries of an integer array in [0, n); names the first bad entry."""
-    bad = np.argwhere((idx < 0) | (idx >= n))
-    if len(bad):
-        where = "".join(f"[{i}]" for i in bad[0])
-        _fail(path + where, f"{what} {int(idx[tuple(bad[0])])} out of range [0, {n})")
-
-
-def _unique_names(names, path, kind):
-    seen = {}
-    for i, name in enumerate(names):
-        if name in seen:
-            _fail(f"{path}[{i}].name", f"duplicate {kind} name {name!r} (also {path}[{seen[name]}])")
-        seen[name] = i
 
 
 # --------------------------------------------------------------------------
@@ -268,17 +230,26 @@ def scene_from_dict(data) -> Scene:
 
     bodies_raw = _list(data["bodies"], "bodies", min_len=1)
     bodies = tuple(_parse_body(b, f"bodies[{i}]") for i, b in enumerate(bodies_raw))
-    _unique_names([b.name for b in bodies], "bodies", "body")
 
     colliders_raw = _list(data.get("colliders", []), "colliders")
     colliders = tuple(_parse_collider(c, f"colliders[{i}]") for i, c in enumerate(colliders_raw))
-    _unique_names([c.name for c in colliders], "colliders", "collider")
 
     planes_raw = _list(data.get("half_planes", []), "half_planes")
     planes = tuple(_parse_half_plane(h, f"half_planes[{i}]", i) for i, h in enumerate(planes_raw))
 
     params = _parse_params(data.get("params", {}), "params")
-    return Scene(bodies=bodies, colliders=colliders, half_planes=planes, params=params)
+    scene = Scene(bodies=bodies, colliders=colliders, half_planes=planes, params=params)
+    check_scene(scene, SCENE_FILE)
+    return _unit_normals(scene)
+
+
+def _unit_normals(scene):
+    """The half-planes' normals scaled to length 1 (once they are known to be non-zero)."""
+    planes = []
+    for hp in scene.half_planes:
+        length = float(np.hypot(*hp.normal))
+        planes.append(replace(hp, normal=(hp.normal[0] / length, hp.normal[1] / length)))
+    return replace(scene, half_planes=tuple(planes))
 
 
 def _list(value, path, min_len=0):
@@ -307,18 +278,7 @@ def _parse_body(data, path):
 
 def _parse_body_fields(data, path, name):
     verts = _array(data["vertices"], _join(path, "vertices"), (None, 2))
-    if len(verts) < 3:
-        _fail(_join(path, "vertices"), f"expected at least 3 vertices, got {len(verts)}")
     tris = _array(data["triangles"], _join(path, "triangles"), (None, 3), integer=True)
-    if len(tris) < 1:
-        _fail(_join(path, "triangles"), "expected at least 1 triangle, got 0")
-    _check_triangles(verts, tris, _join(path, "triangles"))
-    unused = np.setdiff1d(np.arange(len(verts)), tris.ravel())
-    if len(unused):
-        _fail(
-            f"{_join(path, 'vertices')}[{int(unused[0])}]",
-            f"vertex is not used by any triangle ({len(unused)} unused vertices)",
-        )
     material = _parse_material(data.get("material", {}), _join(path, "material"))
     velocity = None
     if data.get("velocity") is not None:
@@ -327,36 +287,15 @@ def _parse_body_fields(data, path, name):
     return Body(name=name, vertices=verts, triangles=tris, material=material, velocity=velocity, pins=pins)
 
 
-def _check_triangles(verts, tris, path):
-    _indices_in_range(tris, len(verts), path)
-    repeated = (tris[:, 0] == tris[:, 1]) | (tris[:, 1] == tris[:, 2]) | (tris[:, 0] == tris[:, 2])
-    if np.any(repeated):
-        i = int(np.argmax(repeated))
-        _fail(f"{path}[{i}]", f"triangle uses a vertex twice: {tris[i].tolist()}")
-    a, b, c = verts[tris[:, 0]], verts[tris[:, 1]], verts[tris[:, 2]]
-    e1, e2 = b - a, c - a
-    area2 = e1[:, 0] * e2[:, 1] - e1[:, 1] * e2[:, 0]
-    # Relative to the squared edge length so the check is scale-free.
-    scale = np.maximum((e1 * e1).sum(1), (e2 * e2).sum(1))
-    degenerate = np.abs(area2) <= 1e-12 * scale
-    if np.any(degenerate):
-        i = int(np.argmax(degenerate))
-        _fail(f"{path}[{i}]", f"degenerate triangle (zero area): {tris[i].tolist()}")
-
-
 _MATERIAL_KEYS = ("E", "nu", "density", "mu", "mu_static")
 
 
 def _parse_material(data, path):
     _object(data, path, (), _MATERIAL_KEYS)
     d = Material()
-    E = _number(data.get("E", d.E), _join(path, "E"), lo=0, lo_open=True)
-    nu = _number(data.get("nu", d.nu), _join(path, "nu"), lo=-1, hi=0.5, lo_open=True, hi_open=True)
-    rho = _number(data.get("density", d.density), _join(path, "density"), lo=0, lo_open=True)
-    mu = _number(data.get("mu", d.mu), _join(path, "mu"), lo=0)
-    mu_s = data.get("mu_static", d.mu_static)
-    if mu_s is not None:
-        mu_s = _number(mu_s, _join(path, "mu_static"), lo=mu)
+    # numbers as given: validate.check_material checks their types and ranges
+    E, nu, rho = data.get("E", d.E), data.get("nu", d.nu), data.get("density", d.density)
+    mu, mu_s = data.get("mu", d.mu), data.get("mu_static", d.mu_static)
     return Material(E=E, nu=nu, density=rho, mu=mu, mu_static=mu_s)
 
 
@@ -370,26 +309,12 @@ def _parse_velocity(value, path, n):
 
 
 def _parse_pins(value, path, n):
-    pins = tuple(_parse_pin(p, f"{path}[{i}]", n) for i, p in enumerate(_list(value, path)))
-    owner = {}
-    for i, pin in enumerate(pins):
-        for j, v in enumerate(pin.indices.tolist()):
-            if v in owner:
-                _fail(f"{path}[{i}].indices[{j}]", f"vertex {v} is already pinned by {path}[{owner[v]}]")
-            owner[v] = i
-    return pins
+    return tuple(_parse_pin(p, f"{path}[{i}]", n) for i, p in enumerate(_list(value, path)))
 
 
 def _parse_pin(data, path, n):
     _object(data, path, ("indices",), ("times", "positions"))
     idx = _array(data["indices"], _join(path, "indices"), (None,), integer=True)
-    if len(idx) == 0:
-        _fail(_join(path, "indices"), "expected at least one vertex index")
-    _indices_in_range(idx, n, _join(path, "indices"))
-    uniq, first = np.unique(idx, return_index=True)
-    if len(uniq) != len(idx):
-        dup = np.setdiff1d(np.arange(len(idx)), first)[0]
-        _fail(f"{_join(path, 'indices')}[{int(dup)}]", f"vertex {int(idx[dup])} listed twice")
     has_t, has_p = data.get("times") is not None, data.get("positions") is not None
     if has_t != has_p:
         missing = "positions" if has_t else "times"
@@ -414,7 +339,7 @@ def _parse_collider(data, path):
 
 
 def _parse_collider_fields(data, path, name):
-    mu = _number(data.get("mu", 0.0), _join(path, "mu"), lo=0)
+    mu = data.get("mu", 0.0)
     motion = data.get("motion", {"type": "static"})
     mpath = _join(path, "motion")
     if not isinstance(motion, dict):
@@ -450,16 +375,6 @@ def _parse_collider_fields(data, path, name):
         times, pos = _collider_motion(motion, mpath, kind, verts)
 
     edges = _array(data["edges"], _join(path, "edges"), (None, 2), integer=True)
-    _indices_in_range(edges, len(verts), _join(path, "edges"))
-    same = edges[:, 0] == edges[:, 1]
-    if np.any(same):
-        i = int(np.argmax(same))
-        _fail(f"{_join(path, 'edges')}[{i}]", f"edge connects vertex {int(edges[i, 0])} to itself")
-    seg = pos[:, edges[:, 1]] - pos[:, edges[:, 0]]  # (T, l, 2)
-    short = np.hypot(seg[..., 0], seg[..., 1]) <= 1e-12 * (1.0 + np.abs(pos).max())
-    if np.any(short):
-        k, i = np.argwhere(short)[0]
-        _fail(f"{_join(path, 'edges')}[{i}]", f"zero-length edge at motion sample {k}")
     return Collider(name=name, vertices=pos[0].copy(), edges=edges, times=times, positions=pos, mu=mu)
 
 
@@ -510,14 +425,10 @@ def _parse_half_plane(data, path, index):
     name = _name(data.get("name", f"half_plane_{index}"), _join(path, "name"))
     point = _vec2(data["point"], _join(path, "point"))
     normal = _vec2(data["normal"], _join(path, "normal"))
-    length = float(np.hypot(*normal))
-    if length <= 1e-12:
-        _fail(_join(path, "normal"), f"expected a non-zero vector, got {normal.tolist()}")
-    mu = _number(data.get("mu", HalfPlane().mu), _join(path, "mu"), lo=0)
     return HalfPlane(
         point=(float(point[0]), float(point[1])),
-        normal=(float(normal[0] / length), float(normal[1] / length)),
-        mu=mu,
+        normal=(float(normal[0]), float(normal[1])),  # scaled to length 1 once validated
+        mu=data.get("mu", HalfPlane().mu),
         name=name,
     )
 
@@ -529,23 +440,19 @@ def _parse_params(data, path):
     _object(data, path, (), _PARAM_KEYS)
     d = SimParams()
     p = lambda key: _join(path, key)  # noqa: E731
-    dt = _number(data.get("dt", d.dt), p("dt"), lo=0, lo_open=True)
-    dhat = _number(data.get("dhat", d.dhat), p("dhat"), lo=0, lo_open=True)
+    # numbers and names as given: validate.check_params checks their types, ranges and choices
     kappa = data.get("kappa", d.kappa)
-    if kappa is None or kappa == "auto":
+    if kappa == "auto":
         kappa = None
-    else:
-        if isinstance(kappa, str):
-            _fail(p("kappa"), f"expected a number > 0, null or 'auto', got {_describe(kappa)}")
-        kappa = _number(kappa, p("kappa"), lo=0, lo_open=True)
-    formulation = _string(data.get("formulation", d.formulation), p("formulation"), FORMULATIONS)
-    eps_v = _number(data.get("eps_v", d.eps_v), p("eps_v"), lo=0, lo_open=True)
-    tol = _number(data.get("newton_tol", d.newton_tol), p("newton_tol"), lo=0, lo_open=True)
-    force_tol = _number(data.get("force_tol", d.force_tol), p("force_tol"), lo=0, lo_open=True)
-    iters = _integer(data.get("max_newton_iters", d.max_newton_iters), p("max_newton_iters"), lo=1)
+    elif isinstance(kappa, str):
+        _fail(p("kappa"), f"expected a number > 0, null or 'auto', got {_describe(kappa)}")
+    dt, dhat = data.get("dt", d.dt), data.get("dhat", d.dhat)
+    formulation = _string(data.get("formulation", d.formulation), p("formulation"))
+    eps_v, tol = data.get("eps_v", d.eps_v), data.get("newton_tol", d.newton_tol)
+    force_tol, iters = data.get("force_tol", d.force_tol), data.get("max_newton_iters", d.max_newton_iters)
     gravity = _vec2(data.get("gravity", list(d.gravity)), p("gravity"))
     strict = _boolean(data.get("strict", d.strict), p("strict"))
-    linear = _string(data.get("linear_solver", d.linear_solver), p("linear_solver"), LINEAR_SOLVERS)
+    linear = _string(data.get("linear_solver", d.linear_solver), p("linear_solver"))
     return SimParams(
         dt=dt,
         dhat=dhat,

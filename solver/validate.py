@@ -1,12 +1,18 @@
-"""Input validation. Every problem raises SolverInputError naming the object.
+"""Input validation: every rule an input must satisfy, written once.
 
-:func:`check_scene` checks parameters, materials, colliders, pins and body
-meshes; :func:`check_initial_geometry` checks the assembled start state
-(no overlap, no body pair closer than dhat, nothing through a half-plane or
-a collider).
+:func:`check_scene` checks parameters, materials, body meshes, pins, colliders and
+half-planes; :func:`check_initial_geometry` checks the assembled start state (no overlap, no
+body pair closer than dhat, nothing through a half-plane or a collider).  The JSON loader
+(``scene_io.py``) checks a file's structure and types only and then calls :func:`check_scene`
+with the file's naming, and the add-on calls it on the scene it reads and words the message.
+
+Every problem raises SolverInputError naming the object and the field: in the library's words
+(``body 'top': material.nu: expected a number in (-1, 0.5), got 0.7``) or, for a scene file,
+with the field's path (``bodies[1].material.nu: expected ... (body "top")``).
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,159 +21,384 @@ from .broad_phase import candidates, edge_boxes
 from .contacts import candidate_stencils
 from .distance import distance_sq, point_edge_case
 from .errors import SolverInputError
+from .geometry import boundary_edges, edge_use, points_in_triangles, segments_intersect, signed_areas
 
 FORMULATIONS = ("original", "convergent")
 LINEAR_SOLVERS = ("auto", "scipy", "numpy")
+DEGENERATE_AREA_REL = 1e-12  # a triangle this small (x the body's size squared) has zero area
+ZERO_EDGE_REL = 1e-12  # a collider edge this short (x (1 + its largest coordinate)) has none
 
 
-def _positive(value, what):
-    if (
-        not isinstance(value, (int, float, np.integer, np.floating))
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise SolverInputError(f"{what} must be a positive finite number, got {value!r}")
+@dataclass(frozen=True)
+class Place:
+    """Where a problem is: ``prefix`` + field + ``: `` + problem + ``suffix``; ``path`` is the
+    prefix of another field of the same object when a message refers to it (a file's path)."""
+
+    prefix: str
+    suffix: str = ""
+    path: str = ""
+
+    def fail(self, field, problem):
+        raise SolverInputError(f"{self.prefix}{field}: {problem}{self.suffix}")
 
 
-def _non_negative(value, what):
-    if (
-        not isinstance(value, (int, float, np.integer, np.floating))
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise SolverInputError(f"{what} must be a non-negative finite number, got {value!r}")
+_KIND = {"bodies": "body", "colliders": "collider"}
 
 
-def check_params(p):
-    _positive(p.dt, "params.dt (time step h)")
-    _positive(p.dhat, "params.dhat")
+@dataclass(frozen=True)
+class Naming:
+    """How messages name objects: by name (the library), or by the path of their entry in a
+    scene file (``file=True``)."""
+
+    file: bool = False
+
+    def entry(self, kind, i, name):
+        """The Place of bodies[i] or colliders[i]."""
+        if self.file:
+            return Place(f"{kind}[{i}].", f' ({_KIND[kind]} "{name}")', f"{kind}[{i}].")
+        return Place(f"{_KIND[kind]} '{name}': ")
+
+    def body(self, i, name):
+        return self.entry("bodies", i, name)
+
+    def collider(self, i, name):
+        return self.entry("colliders", i, name)
+
+    def half_plane(self, i, name):
+        return Place(f"half_planes[{i}].") if self.file else Place(f"half-plane {i} ('{name}'): ")
+
+    def label(self, kind, i, name):
+        """bodies[i] / colliders[i] in a message about another entry."""
+        return f"{kind}[{i}]" if self.file else f"{_KIND[kind]} '{name}'"
+
+    # a collider's samples: the library's Collider.times, a file's collider motion
+    def collider_times(self):
+        return "motion.times" if self.file else "times"
+
+    def collider_positions(self):
+        return "motion.positions" if self.file else "positions"
+
+
+LIBRARY = Naming()
+SCENE_FILE = Naming(file=True)
+
+
+def format_distance(d, limit):
+    """d with 6 significant digits, or as many more as it takes to differ from the limit it is
+    compared with (a gap of 0.009999875 against dhat 0.01 must not read 0.01)."""
+    for digits in range(6, 18):
+        text = f"{d:.{digits}g}"
+        if text != f"{limit:.{digits}g}":
+            return text
+    return repr(float(d))
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def _describe(value):
+    if value is None:
+        return "null"
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {text!r}"
+    return repr(value)
+
+
+def check_number(place, field, value, lo=None, hi=None, lo_open=False, hi_open=False):
+    """A finite number inside the given (optionally open) interval; returns it as a float."""
+    if lo is not None and hi is not None:
+        want = f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+    elif lo is not None:
+        want = f"a number {'>' if lo_open else '>='} {lo:g}"
+    else:
+        want = "a finite number"
+    if not _is_number(value) or not math.isfinite(value):
+        place.fail(field, f"expected {want}, got {_describe(value)}")
+    x = float(value)
+    too_low = lo is not None and (x <= lo if lo_open else x < lo)
+    too_high = hi is not None and (x >= hi if hi_open else x > hi)
+    if too_low or too_high:
+        place.fail(field, f"expected {want}, got {value!r}")
+    return x
+
+
+def _choice(place, field, value, choices):
+    if value not in choices:
+        place.fail(field, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def check_params(p, naming=LIBRARY):
+    place = Place("params.")
+    check_number(place, "dt", p.dt, lo=0, lo_open=True)
+    check_number(place, "dhat", p.dhat, lo=0, lo_open=True)
     if p.kappa is not None:
-        _positive(p.kappa, "params.kappa")
-    if p.formulation not in FORMULATIONS:
-        raise SolverInputError(f"params.formulation must be one of {FORMULATIONS}, got {p.formulation!r}")
-    _positive(p.eps_v, "params.eps_v")
-    _positive(p.newton_tol, "params.newton_tol")
-    _positive(p.force_tol, "params.force_tol")
-    if not isinstance(p.max_newton_iters, (int, np.integer)) or p.max_newton_iters < 1:
-        raise SolverInputError(f"params.max_newton_iters must be an integer >= 1, got {p.max_newton_iters!r}")
-    g = np.asarray(p.gravity, float)
-    if g.shape != (2,) or not np.all(np.isfinite(g)):
-        raise SolverInputError(f"params.gravity must be two finite numbers, got {p.gravity!r}")
-    if p.linear_solver not in LINEAR_SOLVERS:
-        raise SolverInputError(
-            f"params.linear_solver must be one of {LINEAR_SOLVERS}, got {p.linear_solver!r}"
-        )
+        check_number(place, "kappa", p.kappa, lo=0, lo_open=True)
+    _choice(place, "formulation", p.formulation, FORMULATIONS)
+    check_number(place, "eps_v", p.eps_v, lo=0, lo_open=True)
+    check_number(place, "newton_tol", p.newton_tol, lo=0, lo_open=True)
+    check_number(place, "force_tol", p.force_tol, lo=0, lo_open=True)
+    iters = p.max_newton_iters
+    if not isinstance(iters, (int, np.integer)) or isinstance(iters, (bool, np.bool_)):
+        place.fail("max_newton_iters", f"expected an integer, got {_describe(iters)}")
+    if iters < 1:
+        place.fail("max_newton_iters", f"expected an integer >= 1, got {iters!r}")
+    g = np.asarray(p.gravity, float) if all(map(_is_number, np.ravel(p.gravity))) else None
+    if g is None or g.shape != (2,) or not np.all(np.isfinite(g)):
+        place.fail("gravity", f"expected two finite numbers, got {p.gravity!r}")
+    _choice(place, "linear_solver", p.linear_solver, LINEAR_SOLVERS)
 
 
-def check_material(name, m):
-    what = f"body '{name}': material"
-    _positive(m.E, f"{what}.E (Young's modulus)")
-    _positive(m.density, f"{what}.density")
-    if not isinstance(m.nu, (int, float, np.integer, np.floating)) or not (-1.0 < m.nu < 0.5):
-        raise SolverInputError(f"{what}.nu (Poisson ratio) must lie in (-1, 0.5), got {m.nu!r}")
-    _non_negative(m.mu, f"{what}.mu (friction)")
+def check_material(place, m):
+    check_number(place, "material.E", m.E, lo=0, lo_open=True)
+    check_number(place, "material.nu", m.nu, lo=-1, hi=0.5, lo_open=True, hi_open=True)
+    check_number(place, "material.density", m.density, lo=0, lo_open=True)
+    check_number(place, "material.mu", m.mu, lo=0)
     if m.mu_static is not None:
-        _non_negative(m.mu_static, f"{what}.mu_static")
-        if m.mu_static < m.mu:
-            raise SolverInputError(
-                f"{what}.mu_static ({m.mu_static!r}) must not be below the kinetic mu ({m.mu!r})"
-            )
+        check_number(place, "material.mu_static", m.mu_static, lo=float(m.mu))
 
 
-def _check_samples(what, times, positions, k):
+# --------------------------------------------------------------------------- arrays
+
+
+def _finite_array(place, field, value, shape_tail):
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        place.fail(field, f"not a numeric array ({exc})")
+    if arr.ndim != 1 + len(shape_tail) or arr.shape[1:] != shape_tail:
+        place.fail(field, f"expected shape (n, {', '.join(map(str, shape_tail))}), got {arr.shape}")
+    bad = np.argwhere(~np.isfinite(arr))
+    if len(bad):
+        value = float(arr[tuple(bad[0])])
+        place.fail(
+            field + "".join(f"[{i}]" for i in bad[0]),
+            f"NaN or infinite value {value!r}, expected a finite number",
+        )
+    return arr
+
+
+def _index_array(place, field, value, ndim, what):
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        place.fail(field, f"{what} are not an integer array")
+    if arr.ndim != ndim:
+        place.fail(field, f"{what} must be a {ndim}-dimensional integer array, got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer) and (
+        not np.issubdtype(arr.dtype, np.number)
+        or not np.all(np.isfinite(arr.astype(float)))
+        or np.any(arr != np.round(arr))
+    ):
+        place.fail(field, f"{what} must be integers")
+    return arr.astype(np.intp)
+
+
+def _indices_in_range(place, field, idx, n, what="vertex index"):
+    """All entries of an integer array in [0, n); names the first bad entry."""
+    bad = np.argwhere((idx < 0) | (idx >= n))
+    if len(bad):
+        where = "".join(f"[{i}]" for i in bad[0])
+        place.fail(field + where, f"{what} {int(idx[tuple(bad[0])])} out of range [0, {n})")
+
+
+def check_samples(place, times_field, positions_field, times, positions, k):
+    """Sample times strictly increasing, positions (len(times), k, 2) finite."""
     t = np.asarray(times, float)
     if t.ndim != 1 or len(t) == 0 or not np.all(np.isfinite(t)):
-        raise SolverInputError(f"{what}: times must be a non-empty finite 1D array")
-    if np.any(np.diff(t) <= 0):
-        raise SolverInputError(f"{what}: times must be strictly increasing")
+        place.fail(times_field, "expected a non-empty list of finite sample times")
+    steps = np.diff(t)
+    if np.any(steps <= 0):
+        i = int(np.argmax(steps <= 0)) + 1
+        place.fail(
+            f"{times_field}[{i}]", f"times must be strictly increasing, got {t[i]!r} after {t[i - 1]!r}"
+        )
     pos = np.asarray(positions, float)
     if pos.shape != (len(t), k, 2):
-        raise SolverInputError(f"{what}: positions must have shape ({len(t)}, {k}, 2), got {pos.shape}")
+        place.fail(positions_field, f"expected shape ({len(t)}, {k}, 2), got {pos.shape}")
     if not np.all(np.isfinite(pos)):
-        raise SolverInputError(f"{what}: positions contain NaN or infinite values")
+        place.fail(positions_field, "contains NaN or infinite values")
 
 
-def check_collider(c):
-    what = f"collider '{c.name}'"
-    v = mesh._finite_array(c.vertices, (2,), f"{what}: vertices")
-    e = np.asarray(c.edges)
-    if e.ndim != 2 or e.shape[1] != 2 or len(e) == 0:
-        raise SolverInputError(
-            f"{what}: needs at least one edge (edges of shape (l, 2)), got shape {e.shape}"
+# --------------------------------------------------------------------------- bodies
+
+
+def checked_body_mesh(place, vertices, triangles):
+    """Validate a body mesh; returns (vertices (n,2) float, triangles (m,3) counter-clockwise)."""
+    v = _finite_array(place, "vertices", vertices, (2,))
+    if len(v) < 3:
+        place.fail("vertices", f"expected at least 3 vertices, got {len(v)}")
+    t = _index_array(place, "triangles", triangles, 2, "triangle indices")
+    if t.shape[1] != 3:
+        place.fail("triangles", f"expected shape (m, 3), got {t.shape}")
+    if len(t) == 0:
+        place.fail("triangles", "expected at least 1 triangle, got 0")
+    _indices_in_range(place, "triangles", t, len(v))
+    repeated = (t[:, 0] == t[:, 1]) | (t[:, 1] == t[:, 2]) | (t[:, 0] == t[:, 2])
+    if np.any(repeated):
+        i = int(np.argmax(repeated))
+        place.fail(f"triangles[{i}]", f"triangle uses a vertex twice: {t[i].tolist()}")
+    unused = np.setdiff1d(np.arange(len(v)), t.ravel())
+    if len(unused):
+        place.fail(
+            f"vertices[{int(unused[0])}]",
+            f"vertex is not used by any triangle ({len(unused)} unused vertices)",
         )
-    if not np.issubdtype(e.dtype, np.integer):
-        raise SolverInputError(f"{what}: edge indices must be integers")
-    if e.min() < 0 or e.max() >= len(v):
-        raise SolverInputError(f"{what}: edge index out of range [0, {len(v) - 1}]")
-    if np.any(e[:, 0] == e[:, 1]):
-        raise SolverInputError(f"{what}: an edge joins a vertex to itself")
-    _check_samples(what, c.times, c.positions, len(v))
-    pos = np.asarray(c.positions, float)
-    length = np.linalg.norm(pos[:, e[:, 1]] - pos[:, e[:, 0]], axis=2)
-    if np.any(length <= 0):
-        raise SolverInputError(f"{what}: an edge has zero length")
-    _non_negative(c.mu, f"{what}: mu")
+    area = signed_areas(v, t)
+    scale = max(float(np.ptp(v, axis=0).max()), 1e-300)
+    tiny = np.abs(area) <= DEGENERATE_AREA_REL * scale * scale
+    if tiny.any():
+        place.fail(f"triangles[{int(np.flatnonzero(tiny)[0])}]", "zero area (degenerate)")
+    if np.all(area < 0):
+        t = t[:, [0, 2, 1]]
+    elif np.any(area < 0):
+        minority = area < 0 if (area > 0).sum() >= (area < 0).sum() else area > 0
+        place.fail(f"triangles[{int(np.flatnonzero(minority)[0])}]", "inverted (inconsistent orientation)")
+    _check_topology(place, t)
+    check_boundary_simple(place, v, boundary_edges(t))
+    return v, t
 
 
-def check_pins(name, pins, n):
+def _check_topology(place, t):
+    und, counts = edge_use(t)
+    if np.any(counts > 2):
+        e = und[np.argmax(counts > 2)]
+        place.fail("triangles", f"non-manifold edge ({e[0]}, {e[1]}) shared by more than two triangles")
+    _, first, counts = np.unique(np.sort(t, axis=1), axis=0, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        place.fail(
+            f"triangles[{int(first[np.argmax(counts > 1)])}]", "repeated (another triangle has its vertices)"
+        )
+    directed = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
+    if len(np.unique(directed, axis=0)) < len(directed):
+        # consistently oriented neighbours traverse a shared edge in opposite directions
+        place.fail("triangles", "two triangles fold over each other (same-direction shared edge)")
+
+
+def check_boundary_simple(place, x, edges):
+    """Raise if a body's boundary has vertices used by more than two boundary
+    edges (a 'bow-tie' that makes contact ill-defined)."""
+    deg = np.bincount(edges.ravel(), minlength=len(x))
+    if np.any(deg > 2):
+        i = int(np.argmax(deg > 2))
+        place.fail(f"vertices[{i}]", f"non-manifold boundary ({deg[i]} boundary edges meet there)")
+
+
+def check_velocity(place, velocity, n):
+    """None, one velocity (2,) for the whole body or one per vertex (n, 2), finite."""
+    if velocity is None:
+        return
+    try:
+        v = np.asarray(velocity, float)
+    except (TypeError, ValueError):
+        place.fail("velocity", "not a numeric array")
+    if v.shape not in ((2,), (n, 2)) or not np.all(np.isfinite(v)):
+        place.fail("velocity", f"expected shape (2,) or ({n}, 2) of finite numbers, got shape {v.shape}")
+
+
+def check_pins(place, pins, n):
+    owner = {}
     for i, pin in enumerate(pins):
-        what = f"body '{name}': pin {i}"
-        idx = np.asarray(pin.indices)
-        if idx.ndim != 1 or len(idx) == 0 or not np.issubdtype(idx.dtype, np.integer):
-            raise SolverInputError(f"{what}: indices must be a non-empty integer array")
-        if idx.min() < 0 or idx.max() >= n:
-            raise SolverInputError(f"{what}: vertex index out of range [0, {n - 1}]")
+        field = f"pins[{i}]"
+        idx = _index_array(place, f"{field}.indices", pin.indices, 1, "indices")
+        if len(idx) == 0:
+            place.fail(f"{field}.indices", "expected at least one vertex index")
+        _indices_in_range(place, f"{field}.indices", idx, n)
+        for j, vertex in enumerate(idx.tolist()):
+            if vertex in owner:
+                other = owner[vertex]
+                why = "listed twice" if other == i else f"is already pinned by {place.path}pins[{other}]"
+                place.fail(f"{field}.indices[{j}]", f"vertex {vertex} {why}")
+            owner[vertex] = i
         if (pin.times is None) != (pin.positions is None):
-            raise SolverInputError(f"{what}: give both times and positions, or neither (fixed pin)")
+            place.fail(field, "give both times and positions, or neither (a fixed pin)")
         if pin.times is not None:
-            _check_samples(what, pin.times, pin.positions, len(idx))
+            check_samples(place, f"{field}.times", f"{field}.positions", pin.times, pin.positions, len(idx))
 
 
-def check_half_planes(planes):
-    for i, hp in enumerate(planes):
-        what = f"half-plane {i} ('{hp.name}')"
-        p = np.asarray(hp.point, float)
-        n = np.asarray(hp.normal, float)
-        if p.shape != (2,) or n.shape != (2,) or not np.all(np.isfinite(p)) or not np.all(np.isfinite(n)):
-            raise SolverInputError(f"{what}: point and normal must be two finite numbers each")
-        if np.linalg.norm(n) == 0:
-            raise SolverInputError(f"{what}: normal must be non-zero")
-        _non_negative(hp.mu, f"{what}: mu")
+def check_body(place, body):
+    """Material, mesh, velocity and pins of a body; returns its (vertices, triangles)."""
+    check_material(place, body.material)
+    v, t = checked_body_mesh(place, body.vertices, body.triangles)
+    check_velocity(place, body.velocity, len(v))
+    check_pins(place, body.pins, len(v))
+    return v, t
 
 
-def check_scene(scene):
-    """Check everything but the initial geometry; returns [(vertices, triangles)] per body."""
-    check_params(scene.params)
+# --------------------------------------------------------------------------- colliders, planes
+
+
+def check_collider(place, c, naming=LIBRARY):
+    v = _finite_array(place, "vertices", c.vertices, (2,))
+    if len(v) == 0:
+        place.fail("vertices", "expected at least 1 vertex")
+    e = _index_array(place, "edges", c.edges, 2, "edge indices")
+    if e.shape[1] != 2 or len(e) == 0:
+        place.fail("edges", f"needs at least one edge (edges of shape (l, 2)), got shape {e.shape}")
+    _indices_in_range(place, "edges", e, len(v))
+    same = e[:, 0] == e[:, 1]
+    if np.any(same):
+        i = int(np.argmax(same))
+        place.fail(f"edges[{i}]", f"edge connects vertex {int(e[i, 0])} to itself")
+    times, positions = naming.collider_times(), naming.collider_positions()
+    check_samples(place, times, positions, c.times, c.positions, len(v))
+    pos = np.asarray(c.positions, float)
+    seg = pos[:, e[:, 1]] - pos[:, e[:, 0]]  # (T, l, 2)
+    short = np.hypot(seg[..., 0], seg[..., 1]) <= ZERO_EDGE_REL * (1.0 + np.abs(pos).max())
+    if np.any(short):
+        k, i = np.argwhere(short)[0]
+        place.fail(f"edges[{i}]", f"zero-length edge at motion sample {k}")
+    check_number(place, "mu", c.mu, lo=0)
+
+
+def check_half_plane(place, hp):
+    for field in ("point", "normal"):
+        value = np.asarray(getattr(hp, field), float)
+        if value.shape != (2,) or not np.all(np.isfinite(value)):
+            place.fail(field, f"expected two finite numbers, got {getattr(hp, field)!r}")
+    if float(np.hypot(*np.asarray(hp.normal, float))) <= 1e-12:
+        place.fail("normal", f"expected a non-zero vector, got {list(hp.normal)}")
+    check_number(place, "mu", hp.mu, lo=0)
+
+
+def check_names(scene, naming=LIBRARY):
+    """Bodies and colliders have distinct names."""
+    seen = {}
+    entries = [("bodies", i, b.name) for i, b in enumerate(scene.bodies)]
+    entries += [("colliders", i, c.name) for i, c in enumerate(scene.colliders)]
+    for kind, i, name in entries:
+        if name in seen:
+            also = naming.label(*seen[name], name)
+            naming.entry(kind, i, name).fail("name", f"duplicate {_KIND[kind]} name {name!r} (also {also})")
+        seen[name] = (kind, i)
+
+
+def check_scene(scene, naming=LIBRARY):
+    """Check everything but the initial geometry; returns [(vertices, triangles)] per body
+    (triangles counter-clockwise)."""
+    check_params(scene.params, naming)
     if len(scene.bodies) == 0:
-        raise SolverInputError("scene: needs at least one body")
-    names = [b.name for b in scene.bodies] + [c.name for c in scene.colliders]
-    dup = {n for n in names if names.count(n) > 1}
-    if dup:
-        raise SolverInputError(f"scene: names must be unique, repeated: {sorted(dup)}")
-    meshes = []
-    for b in scene.bodies:
-        check_material(b.name, b.material)
-        v, t = mesh.checked_body_mesh(b.name, b.vertices, b.triangles)
-        mesh.check_boundary_simple(b.name, v, mesh.boundary_edges(t))
-        check_pins(b.name, b.pins, len(v))
-        meshes.append((v, t))
-    for c in scene.colliders:
-        check_collider(c)
-    check_half_planes(scene.half_planes)
+        raise SolverInputError(
+            "bodies: expected at least 1 entry, got 0" if naming.file else "scene: needs at least one body"
+        )
+    check_names(scene, naming)
+    meshes = [check_body(naming.body(i, b.name), b) for i, b in enumerate(scene.bodies)]
+    for i, c in enumerate(scene.colliders):
+        check_collider(naming.collider(i, c.name), c, naming)
+    for i, hp in enumerate(scene.half_planes):
+        check_half_plane(naming.half_plane(i, hp.name), hp)
     return meshes
-
-
-def _segments_cross(a0, a1, b0, b1):
-    """Proper or touching intersection of segments (n,2) pairs, (n,) bool."""
-
-    def orient(p, q, r):
-        return np.sign((q[:, 0] - p[:, 0]) * (r[:, 1] - p[:, 1]) - (q[:, 1] - p[:, 1]) * (r[:, 0] - p[:, 0]))
-
-    o1, o2 = orient(a0, a1, b0), orient(a0, a1, b1)
-    o3, o4 = orient(b0, b1, a0), orient(b0, b1, a1)
-    return (o1 * o2 <= 0) & (o3 * o4 <= 0) & ~((o1 == 0) & (o2 == 0))
 
 
 def check_initial_geometry(model, x, dhat):
@@ -186,7 +417,8 @@ def check_initial_geometry(model, x, dhat):
             raise SolverInputError(f"'{a}' and '{b}' touch or overlap at the start")
         pair = f"body '{a}' and itself" if a == b else f"bodies '{a}' and '{b}'"
         raise SolverInputError(
-            f"{pair} overlap or are closer than dhat={dhat:g} at the start (distance {d[k]:.3g})"
+            f"{pair} overlap or are closer than dhat={dhat:g} at the start "
+            f"(distance {format_distance(d[k], dhat)})"
         )
     _check_edge_crossings(model, x, names)
     _check_containment(model, x, names)
@@ -209,7 +441,7 @@ def _check_edge_crossings(model, x, names):
     both_col = model.is_collider[ea[:, 0]] & model.is_collider[eb[:, 0]]
     keep = (ai < bi) & ~share & ~both_col
     ea, eb = ea[keep], eb[keep]
-    cross = _segments_cross(x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]])
+    cross = segments_intersect(x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]])
     if cross.any():
         k = int(np.argmax(cross))
         a, b = names[model.owner[ea[k, 0]]], names[model.owner[eb[k, 0]]]
@@ -227,11 +459,7 @@ def _check_containment(model, x, names):
     a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
     probes = np.concatenate([np.unique(tri_comp), [sl.start for sl in model.collider_slices]])
     for r in probes.astype(np.intp):
-        q = x[r]
-        d1 = (b[:, 0] - a[:, 0]) * (q[1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (q[0] - a[:, 0])
-        d2 = (c[:, 0] - b[:, 0]) * (q[1] - b[:, 1]) - (c[:, 1] - b[:, 1]) * (q[0] - b[:, 0])
-        d3 = (a[:, 0] - c[:, 0]) * (q[1] - c[:, 1]) - (a[:, 1] - c[:, 1]) * (q[0] - c[:, 0])
-        inside = (tri_comp != r) & (d1 >= 0) & (d2 >= 0) & (d3 >= 0)
+        inside = (tri_comp != r) & points_in_triangles(x[r], a, b, c)
         if inside.any():
             guest, host = names[model.owner[r]], names[model.owner[tris[int(np.argmax(inside)), 0]]]
             if guest == host:

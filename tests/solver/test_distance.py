@@ -18,8 +18,8 @@ from solver.distance import (
     distance_sq_gradient,
     distance_sq_hessian,
     point_edge_case,
-    segment_distance_sq,
 )
+from solver.geometry import point_segment_distance as geometry_distance
 
 coord = st.floats(-10.0, 10.0, allow_nan=False, allow_infinity=False)
 point = st.tuples(coord, coord)
@@ -47,8 +47,8 @@ def test_distance_matches_exact_projection_and_sampling(p, a, b):
     # the sampled minimum is an upper bound, within half a sample spacing
     assert d_exact <= d_sample + 1e-9 * scale
     assert d_sample <= d_exact + 0.5 * L / 20000 + 1e-9 * scale
-    # convenience wrapper agrees
-    assert abs(np.sqrt(segment_distance_sq(p[None], a[None], b[None])[0]) - d_exact) <= 1e-9 * scale
+    # the plain geometric distance (CCD, validation, add-on) agrees
+    assert abs(geometry_distance(p[None], a[None], b[None])[0] - d_exact) <= 1e-9 * scale
 
 
 @settings(max_examples=100, deadline=None)

@@ -314,7 +314,7 @@ BAD = [
     (("bodies", 0, "triangles", 5, 0), -1, "bodies[0].triangles[5][0]: vertex index -1 out of range [0, 9)"),
     (("bodies", 0, "triangles", 0, 1), 1.5, "bodies[0].triangles[0][1]: expected an integer, got 1.5"),
     (("bodies", 0, "triangles", 0), [0, 0, 4], "bodies[0].triangles[0]: triangle uses a vertex twice"),
-    (("bodies", 0, "triangles", 0), [0, 1, 2], "bodies[0].triangles[0]: degenerate triangle (zero area)"),
+    (("bodies", 0, "triangles", 0), [0, 1, 2], "bodies[0].triangles[0]: zero area (degenerate)"),
     (("bodies", 0, "triangles"), [], "bodies[0].triangles: expected at least 1 triangle"),
     (("bodies", 0, "velocity"), [1.0], "bodies[0].velocity: expected a list of 2 entries, got 1"),
     (("bodies", 0, "velocity"), [[0.0, 0.0]] * 3, "bodies[0].velocity: expected a list of 9 entries, got 3"),

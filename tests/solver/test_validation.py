@@ -55,7 +55,7 @@ CASES = [
     (lambda: with_body(vertices=NAN_V), r"blob.*(NaN|finite)"),
     (lambda: with_body(triangles=np.where(T == 8, 9, T)), r"blob.*out of range"),
     (lambda: with_body(triangles=T - 1), r"blob.*out of range"),
-    (lambda: with_body(vertices=EXTRA_V), r"blob.*vertex 9 is not used"),
+    (lambda: with_body(vertices=EXTRA_V), r"blob.*vertices\[9\]: vertex is not used"),
     (lambda: with_body(triangles=NONMANIFOLD_T), r"blob.*non-manifold edge \(0, 4\)"),
     (lambda: with_body(triangles=T[:, :2]), r"blob.*shape"),
     (lambda: with_body(triangles=T.astype(float) + 0.5), r"blob.*integer"),
@@ -68,10 +68,10 @@ CASES = [
     (lambda: with_body(material=Material(density=0.0)), r"blob.*density"),
     (lambda: with_body(material=Material(mu=-0.1)), r"blob.*mu"),
     (lambda: with_body(material=Material(mu=0.5, mu_static=0.3)), r"blob.*mu_static"),
-    (lambda: with_body(pins=(Pin(np.array([99])),)), r"blob.*pin 0.*out of range"),
+    (lambda: with_body(pins=(Pin(np.array([99])),)), r"blob.*pins\[0\].*out of range"),
     (
         lambda: with_body(pins=(Pin(np.array([0]), np.array([0.0, 0.0]), np.zeros((2, 1, 2))),)),
-        r"blob.*pin 0.*increasing",
+        r"blob.*pins\[0\].*increasing",
     ),
     (lambda: replace(base_scene(), params=SimParams(dt=0.0)), r"dt"),
     (lambda: replace(base_scene(), params=SimParams(dt=-0.01)), r"dt"),
@@ -140,7 +140,7 @@ CASES = [
         lambda: replace(
             base_scene(), colliders=(Collider.static("lid", [[0.0, 1.0], [0.0, 1.0]], [[0, 1]]),)
         ),
-        r"lid.*zero length",
+        r"lid.*zero-length edge",
     ),
     (
         lambda: replace(base_scene(), half_planes=(HalfPlane((0.0, -0.5), (0.0, 0.0), 0.4, "floor"),)),
@@ -192,3 +192,41 @@ def test_clockwise_mesh_is_accepted_and_input_not_modified():
     sim = Simulation(scene)
     sim.step()
     assert np.array_equal(scene.bodies[0].triangles, T[:, [0, 2, 1]])
+
+
+def test_distance_in_a_message_shows_why_it_fails():
+    """A gap of 0.009999875 against dhat 0.01 must not read 'distance 0.01' (issue 35)."""
+    from solver.validate import format_distance
+
+    assert format_distance(0.009999875, 0.01) == "0.00999988"
+    assert format_distance(0.0099999999, 0.01) == "0.0099999999"
+    assert format_distance(0.005, 0.01) == "0.005"
+    scene = replace(base_scene(), bodies=(body("blob"), body("other", (0.2 + 0.0099999, 0.0))))
+    with pytest.raises(SolverInputError, match=r"dhat=0\.01 at the start \(distance 0\.0099999\d*\)"):
+        Simulation(scene)
+
+
+@pytest.mark.parametrize(
+    "changes, problem",
+    [
+        ({"triangles": MIXED_T}, "triangles[3]: inverted (inconsistent orientation)"),
+        ({"triangles": NONMANIFOLD_T}, "triangles: non-manifold edge (0, 4)"),
+        ({"vertices": DEGEN_V}, "zero area (degenerate)"),
+        ({"material": Material(nu=0.5)}, "material.nu: expected a number in (-1, 0.5), got 0.5"),
+        ({"material": Material(mu=0.5, mu_static=0.3)}, "material.mu_static: expected a number >= 0.5"),
+        ({"pins": (Pin(np.array([3, 3])),)}, "pins[0].indices[1]: vertex 3 listed twice"),
+    ],
+)
+def test_one_rule_for_the_library_and_scene_files(changes, problem):
+    """The same rule rejects a scene built in Python and the same scene read from JSON, with
+    the same words: the library names the body, the file gives the field's path."""
+    from solver.scene_io import load_scene, scene_to_dict
+
+    scene = with_body(**changes)
+    with pytest.raises(SolverInputError) as lib:
+        Simulation(scene)
+    assert str(lib.value).startswith("body 'blob': ") and problem in str(lib.value)
+    with pytest.raises(SolverInputError) as file:
+        load_scene(scene_to_dict(scene))
+    assert str(file.value).startswith("bodies[0].") and problem in str(file.value)
+    assert str(file.value).endswith('(body "blob")')

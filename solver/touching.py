@@ -14,7 +14,8 @@ along the contact normal, by a tiny amount that it reports:
 The meshes are not changed: the first baked frame shows them as modelled, the simulation
 starts from the separated positions. Real overlaps (boundary edges that cross, a vertex
 inside another body, deeper than the snapping tolerance) are not touching: they raise an
-error naming both objects. No bpy here.
+error naming both objects (SolverInputError). The add-on words the report of the moves
+(``blender_ipc/reading.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .common import IPCError, format_length
+from .errors import SolverInputError
+from .geometry import boundary_edges, closest_on_segment, points_in_triangles, segments_cross
 
 BODY_GAP = 1.1  # [d^] distance between two bodies after separation
 PLANE_GAP = 0.5  # [d^] distance to the ground or a collider after separation
@@ -32,26 +34,11 @@ SNAP_TOL_REL = 1e-5  # ... or up to this fraction of the scene's size
 MAX_ROUNDS = 50
 
 
-def _boundary(tris: np.ndarray) -> np.ndarray:
-    """Directed boundary edges (a, b) of counter-clockwise triangles (interior on the left)."""
-    e = np.concatenate([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]).astype(np.int64)
-    n = int(e.max()) + 1
-    code, back = e[:, 0] * n + e[:, 1], e[:, 1] * n + e[:, 0]
-    return e[~np.isin(code, back)]
-
-
 def _point_edge(p: np.ndarray, a: np.ndarray, b: np.ndarray):
     """Distances (P, E) of points to segments and the closest points (P, E, 2)."""
-    ab = b - a
-    t = ((p[:, None] - a[None]) * ab[None]).sum(-1) / np.maximum((ab * ab).sum(-1), 1e-300)
-    q = a[None] + np.clip(t, 0.0, 1.0)[..., None] * ab[None]
+    s = closest_on_segment(p[:, None], a[None], b[None])
+    q = a[None] + s[..., None] * (b - a)[None]
     return np.linalg.norm(p[:, None] - q, axis=-1), q
-
-
-def _orient(p, q, r):
-    return (q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1]) - (q[..., 1] - p[..., 1]) * (
-        r[..., 0] - p[..., 0]
-    )
 
 
 class _Shape:
@@ -69,8 +56,7 @@ class _Shape:
 def _inside(point, body: _Shape) -> bool:
     t = body.tris
     x0, x1, x2 = body.x[t[:, 0]], body.x[t[:, 1]], body.x[t[:, 2]]
-    s1, s2, s3 = _orient(x0, x1, point), _orient(x1, x2, point), _orient(x2, x0, point)
-    return bool(((s1 > 0) & (s2 > 0) & (s3 > 0)).any())
+    return bool(points_in_triangles(point, x0, x1, x2, closed=False).any())
 
 
 def _closest(a: _Shape, b: _Shape, tol: float):
@@ -106,13 +92,7 @@ def _closest(a: _Shape, b: _Shape, tol: float):
 def _real_overlap(a: _Shape, b: _Shape, tol: float) -> bool:
     """Boundary edges that cross by more than tol, or a vertex more than tol inside a body."""
     ea, eb = a.x[a.edges], b.x[b.edges]
-    p, q = ea[:, None, 0], ea[:, None, 1]
-    r, s = eb[None, :, 0], eb[None, :, 1]
-    la, lb = np.linalg.norm(q - p, axis=-1), np.linalg.norm(s - r, axis=-1)
-    d1, d2 = _orient(p, q, r) / la, _orient(p, q, s) / la
-    d3, d4 = _orient(r, s, p) / lb, _orient(r, s, q) / lb
-    cross = (d1 * d2 < 0) & (d3 * d4 < 0) & (np.minimum.reduce([abs(d1), abs(d2), abs(d3), abs(d4)]) > tol)
-    if cross.any():
+    if segments_cross(ea[:, None, 0], ea[:, None, 1], eb[None, :, 0], eb[None, :, 1], margin=tol).any():
         return True
     for host, guest in ((a, b), (b, a)):
         if host.tris is None:
@@ -120,9 +100,7 @@ def _real_overlap(a: _Shape, b: _Shape, tol: float) -> bool:
         pts = guest.x[guest.verts]
         t = host.tris
         x0, x1, x2 = (host.x[t[:, k]][None] for k in range(3))
-        pp = pts[:, None]
-        s1, s2, s3 = _orient(x0, x1, pp), _orient(x1, x2, pp), _orient(x2, x0, pp)
-        inside = ((s1 > 0) & (s2 > 0) & (s3 > 0)).any(axis=1)
+        inside = points_in_triangles(pts[:, None], x0, x1, x2, closed=False).any(axis=1)
         if inside.any():
             depth, _ = _point_edge(pts[inside], host.x[host.edges[:, 0]], host.x[host.edges[:, 1]])
             if depth.min(axis=1).max() > tol:
@@ -138,13 +116,14 @@ def _up(gravity) -> np.ndarray:
 
 def separate(scene):
     """The scene with touching bodies moved apart, and one line per move for the report:
-    ``(scene, [(moved, other, distance [m]), ...])``. Raises IPCError on a real overlap."""
+    ``(scene, [(moved, other, distance [m]), ...])``. Raises SolverInputError on a real
+    overlap."""
     dhat = scene.params.dhat
     bodies = []
     for b in scene.bodies:
         tris = np.asarray(b.triangles, dtype=np.int64)
         x = np.array(b.vertices, dtype=np.float64)
-        bodies.append(_Shape(b.name, x, _boundary(tris), tris, movable=not b.pins))
+        bodies.append(_Shape(b.name, x, boundary_edges(tris), tris, movable=not b.pins))
     colliders = [
         _Shape(c.name, np.array(c.positions[0], dtype=np.float64), np.asarray(c.edges, dtype=np.int64))
         for c in scene.colliders
@@ -168,7 +147,7 @@ def separate(scene):
             if (lo_a > hi_b + reach).any() or (lo_b > hi_a + reach).any():
                 continue
             if _real_overlap(a, b, tol):
-                raise IPCError(
+                raise SolverInputError(
                     f"'{a.name}' and '{b.name}' overlap at the start (their outlines cross or one "
                     "is inside the other); move them apart - objects that only touch are "
                     "separated automatically"
@@ -204,18 +183,3 @@ def separate(scene):
         for b, s in zip(scene.bodies, bodies, strict=True)
     )
     return replace(scene, bodies=new_bodies), [(a, b, d) for (a, b), d in moves.items()]
-
-
-def _quoted(name: str) -> str:
-    return name if name.startswith("the ") else f"'{name}'"
-
-
-def report(moves, dhat) -> str:
-    """The message for the bake's report ('' if nothing moved)."""
-    if not moves:
-        return ""
-    parts = [f"'{a}' {format_length(d)} away from {_quoted(b)}" for a, b, d in moves]
-    return (
-        "IPC: objects touching at the start were separated for the simulation (the meshes are "
-        f"unchanged, the Contact Gap is {format_length(dhat)}): moved " + ", ".join(parts)
-    )

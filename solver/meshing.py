@@ -1,4 +1,5 @@
-"""Simulation-quality triangle meshes of a flat region (no bpy; numpy only).
+"""Simulation-quality triangle meshes of a flat region (numpy only; the add-on's Make
+Simulation Mesh passes Blender's constrained Delaunay triangulation in).
 
 Input: the outline loops of a region (holes allowed: a point is inside when a ray from it
 crosses the loops an odd number of times), a target edge length ``h`` and a minimum angle.
@@ -37,6 +38,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .geometry import (
+    boundary_edges,
+    cross,
+    edge_use,
+    point_segment_distance,
+    points_in_polygon,
+    segments_cross,
+    signed_areas,
+)
+
 CORNER_TURN_DEG = 30.0  # an outline vertex turning by at least this much is kept as a corner
 SAG_REL = 0.1  # outline chords stay within SAG_REL * h of the input outline
 INTERIOR_CLEARANCE = 0.6  # interior grid points keep this many h from the outline
@@ -48,15 +59,6 @@ SHARP_DEG = 60.0  # outline corners sharper than this (on either side) get conce
 MIN_EDGE_REL = 1.0 / 32.0  # no refinement of triangles / outline segments shorter than h / 32
 
 
-def _cross(a, b):
-    return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-
-
-def signed_areas(x: np.ndarray, tris: np.ndarray) -> np.ndarray:
-    a, b, c = x[tris[:, 0]], x[tris[:, 1]], x[tris[:, 2]]
-    return 0.5 * _cross(b - a, c - a)
-
-
 def triangle_angles(x: np.ndarray, tris: np.ndarray) -> np.ndarray:
     """(m, 3) interior angles [degrees] at the three corners of each triangle."""
     p = x[tris]
@@ -64,7 +66,7 @@ def triangle_angles(x: np.ndarray, tris: np.ndarray) -> np.ndarray:
     for k in range(3):
         e1 = p[:, (k + 1) % 3] - p[:, k]
         e2 = p[:, (k + 2) % 3] - p[:, k]
-        out[:, k] = np.degrees(np.arctan2(np.abs(_cross(e1, e2)), (e1 * e2).sum(axis=1)))
+        out[:, k] = np.degrees(np.arctan2(np.abs(cross(e1, e2)), (e1 * e2).sum(axis=1)))
     return out
 
 
@@ -72,33 +74,11 @@ def min_angles(x: np.ndarray, tris: np.ndarray) -> np.ndarray:
     return triangle_angles(x, tris).min(axis=1) if len(tris) else np.zeros(0)
 
 
-def points_inside(points: np.ndarray, loops) -> np.ndarray:
-    """Even-odd rule: (k,) bool, True where the point is inside the region the loops bound."""
-    inside = np.zeros(len(points), dtype=bool)
-    for loop in loops:
-        a, b = loop, np.roll(loop, -1, axis=0)
-        for s in range(0, len(points), 2048):
-            p = points[s : s + 2048, None]
-            straddle = (a[None, :, 1] > p[..., 1]) != (b[None, :, 1] > p[..., 1])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = (p[..., 1] - a[None, :, 1]) / (b[None, :, 1] - a[None, :, 1])
-            xcross = a[None, :, 0] + t * (b[None, :, 0] - a[None, :, 0])
-            inside[s : s + 2048] ^= (np.count_nonzero(straddle & (xcross > p[..., 0]), axis=1) % 2).astype(
-                bool
-            )
-    return inside
-
-
-def distance_to_segments(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def distance_to_segments(points: np.ndarray, a: np.ndarray, b: np.ndarray, chunk=1024) -> np.ndarray:
     """(k,) distance of each point to the nearest segment a[i]-b[i]."""
     out = np.full(len(points), np.inf)
-    d = b - a
-    dd = np.maximum((d * d).sum(axis=1), 1e-300)
-    for s in range(0, len(points), 1024):
-        p = points[s : s + 1024, None]
-        t = np.clip(((p - a) * d).sum(axis=2) / dd, 0.0, 1.0)
-        q = a + t[..., None] * d
-        out[s : s + 1024] = np.sqrt(((p - q) ** 2).sum(axis=2).min(axis=1))
+    for s in range(0, len(points), chunk):
+        out[s : s + chunk] = point_segment_distance(points[s : s + chunk, None], a, b).min(axis=1)
     return out
 
 
@@ -143,15 +123,6 @@ def _clean_loop(loop: np.ndarray, tol: float) -> np.ndarray | None:
     return loop if len(loop) >= 3 else None
 
 
-def _segments_cross(p, q, a, b) -> np.ndarray:
-    """(s,) True where segment p-q properly crosses segment a[i]-b[i] (touching excluded)."""
-    d1 = _cross(b - a, p - a)
-    d2 = _cross(b - a, q - a)
-    d3 = _cross(q - p, a - p)
-    d4 = _cross(q - p, b - p)
-    return (d1 * d2 < 0) & (d3 * d4 < 0)
-
-
 def simplify_loops(loops, short: float, tol: float):
     """Merge away outline vertices at edges shorter than ``short`` (tiny serif steps, notches,
     vertices nearly on top of each other): a vertex at such an edge is dropped when every input
@@ -194,7 +165,7 @@ def simplify_loops(loops, short: float, tol: float):
                     | np.all(seg_a == lp[nxt], axis=1)
                     | np.all(seg_b == lp[prev], axis=1)
                 )
-                if _segments_cross(lp[prev], lp[nxt], seg_a[other], seg_b[other]).any():
+                if segments_cross(lp[prev], lp[nxt], seg_a[other], seg_b[other]).any():
                     continue
                 keep[i] = False
                 touched |= {k, (k - 1) % m, (k + 1) % m}
@@ -210,9 +181,7 @@ def outline_deviation(loops, x: np.ndarray, tris: np.ndarray, samples: int = 16)
     and of points along every boundary edge (``samples`` per edge) to the input outline."""
     if len(tris) == 0:
         return float("inf")
-    e = np.sort(np.vstack([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]), axis=1)
-    uniq, counts = np.unique(e, axis=0, return_counts=True)
-    bnd = uniq[counts == 1]
+    bnd = boundary_edges(tris)
     ba, bb = x[bnd[:, 0]], x[bnd[:, 1]]
     ia = np.vstack(loops)
     ib = np.vstack([np.roll(np.asarray(lp), -1, axis=0) for lp in loops])
@@ -228,7 +197,7 @@ def _resample(loop: np.ndarray, h: float) -> _Loop:
     seg = np.linalg.norm(np.roll(loop, -1, axis=0) - loop, axis=1)
     cum = np.concatenate([[0.0], np.cumsum(seg)])
     e_in, e_out = loop - np.roll(loop, 1, axis=0), np.roll(loop, -1, axis=0) - loop
-    turn = np.degrees(np.abs(np.arctan2(_cross(e_in, e_out), (e_in * e_out).sum(axis=1))))
+    turn = np.degrees(np.abs(np.arctan2(cross(e_in, e_out), (e_in * e_out).sum(axis=1))))
     long_edges = np.minimum(seg, np.roll(seg, 1)) >= 0.5 * h
     fixed = np.flatnonzero((turn >= CORNER_TURN_DEG) | long_edges)
     lp = _Loop(loop, cum, np.zeros(0), cum[:-1][turn >= 180.0 - SHARP_DEG])
@@ -263,7 +232,7 @@ def _hex_grid(lo: np.ndarray, hi: np.ndarray, h: float) -> np.ndarray:
 def _circumcentres(p: np.ndarray) -> np.ndarray:
     a, b, c = p[:, 0], p[:, 1], p[:, 2]
     bb, cc = b - a, c - a
-    d = 2.0 * _cross(bb, cc)
+    d = 2.0 * cross(bb, cc)
     b2, c2 = (bb * bb).sum(axis=1), (cc * cc).sum(axis=1)
     ux = (cc[:, 1] * b2 - bb[:, 1] * c2) / d
     uy = (bb[:, 0] * c2 - cc[:, 0] * b2) / d
@@ -287,7 +256,7 @@ def mesh_region(loops, h: float, min_angle: float = 28.0, cdt=None):
     seg_b = np.vstack([np.roll(c, -1, axis=0) for c in cleaned])
     allpts = np.vstack(cleaned)
     grid = _hex_grid(allpts.min(axis=0), allpts.max(axis=0), h)
-    grid = grid[points_inside(grid, cleaned)]
+    grid = grid[points_in_polygon(grid, cleaned)]
     grid = grid[distance_to_segments(grid, seg_a, seg_b) >= INTERIOR_CLEARANCE * h]
     interior = grid
     limit = 20 * (len(interior) + sum(len(lp.t) for lp in outline)) + 1000
@@ -312,7 +281,7 @@ def mesh_region(loops, h: float, min_angle: float = 28.0, cdt=None):
             ok = np.isfinite(cc).all(axis=1)
             cc = _independent(cc[ok], np.linalg.norm(cc[ok] - p[ok, 0], axis=1))
             enc = _encroaching(cc, x[bnd_a], x[bnd_b])
-            inside = points_inside(cc, cleaned)
+            inside = points_in_polygon(cc, cleaned)
             hit = enc >= 0
             split[enc[hit]] = True
             cand = cc[~hit & inside]
@@ -381,7 +350,7 @@ def _triangulate(outline, interior, cleaned, cdt):
     same = len(x) == len(allp) and np.allclose(x[:nb], allp[:nb])
     inside = _inside_by_parity(tris, edges) if same else None
     if inside is None:
-        inside = points_inside(x[tris].mean(axis=1), cleaned)
+        inside = points_in_polygon(x[tris].mean(axis=1), cleaned)
     tris = tris[inside]
     area = signed_areas(x, tris)
     tris[area < 0] = tris[area < 0][:, [0, 2, 1]]
@@ -473,11 +442,7 @@ def _encroaching(points, a, b) -> np.ndarray:
 
 
 def _nearest_segment(points, a, b) -> np.ndarray:
-    d = b - a
-    dd = np.maximum((d * d).sum(axis=1), 1e-300)
-    t = np.clip(((points[:, None] - a) * d).sum(axis=2) / dd, 0, 1)
-    q = a + t[..., None] * d
-    return np.argmin(((points[:, None] - q) ** 2).sum(axis=2), axis=1)
+    return np.argmin(point_segment_distance(points[:, None], a, b), axis=1)
 
 
 def _shortest_edges(x, tris):
@@ -525,8 +490,7 @@ def _smooth(x, tris, min_angle):
     triangle would turn over or fall below min(its angle before, min_angle)."""
     if len(tris) == 0:
         return x
-    e = np.sort(np.vstack([tris[:, [0, 1]], tris[:, [1, 2]], tris[:, [2, 0]]]), axis=1)
-    uniq, counts = np.unique(e, axis=0, return_counts=True)
+    uniq, counts = edge_use(tris)
     boundary = np.zeros(len(x), dtype=bool)
     boundary[uniq[counts == 1].ravel()] = True
     boundary[np.setdiff1d(np.arange(len(x)), tris.ravel())] = True
