@@ -38,6 +38,12 @@ class PenaltyRound:
     rounds: int = 0  # raises of k_pen so far
 
 
+def kinematic_vertices(model):
+    """(k,) every prescribed vertex of the model, group after group."""
+    groups = model.kin_groups
+    return np.concatenate([g.vertices for g in groups]) if groups else np.zeros(0, np.intp)
+
+
 @dataclass(frozen=True)
 class PrescribedMotion:
     """The prescribed motion of one simulation (model: its kin_groups)."""
@@ -49,8 +55,7 @@ class PrescribedMotion:
     @cached_property
     def kin_vertices(self):
         """(k,) every prescribed vertex, group after group."""
-        groups = self.model.kin_groups
-        return np.concatenate([g.vertices for g in groups]) if groups else np.zeros(0, np.intp)
+        return kinematic_vertices(self.model)
 
     def targets(self, x, t):
         """(N, 2): x with the prescribed vertices at their targets at time t."""

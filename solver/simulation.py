@@ -116,7 +116,6 @@ class Simulation:
         self._start = NewtonStart(
             m,
             p.dhat,
-            self.kin_vertices,
             self._contact_set,
             self._feasible_step,
             s.ccd_gap_kept,

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from . import barrier, ccd
 from .contacts import plane_pairs
+from .prescribed import kinematic_vertices
 from .profiling import NullTimers
 
 
@@ -55,12 +57,16 @@ class NewtonStart:
 
     model: object
     dhat: float
-    kin_vertices: np.ndarray  # (k,) prescribed vertices: the start does not move them
     contact_set: Callable
     feasible_step: Callable
     gap_kept: float
     settings: StartSettings = field(default_factory=StartSettings)
     timers: object = field(default_factory=NullTimers)
+
+    @cached_property
+    def kin_vertices(self):
+        """(k,) prescribed vertices: the start does not move them."""
+        return kinematic_vertices(self.model)
 
     def guess(self, x, x_coast, x_tilde, touching):
         """Where Newton starts from x (N, 2): x_coast = x_prev + h v for the
