@@ -1,13 +1,17 @@
 """Continue Bake: a finished bake stores the solver's checkpoint after its last frame in the
 .blend; continuing restores it and computes the later frames, bit for bit as a bake to the later
-end frame done in one go.
+end frame done in one go by the same add-on version.  After an add-on update the bake continues
+as long as the solver's state format (``solver.checkpoint.STATE_FORMAT``) is the same; its later
+frames are those the new version computes from that state.  A checkpoint of another state format
+is refused: bake again from the start.
 
 The checkpoints live in the scene's ID property ``_ipc_checkpoints`` (hidden from the Custom
 Properties panel by its leading underscore; saved with the .blend, part of undo), a dict from a
 bake's input signature (the ``bake_hash`` its bodies carry) to JSON text with:
 
 - ``solver``: the :class:`solver.Checkpoint` as base64 text (positions, velocities, time,
-  stiffness, contact stencils, the linear solver's ordering; every float exact);
+  stiffness, contact stencils, the linear solver's orderings, its state format and the solver
+  build that took it; every float exact);
 - ``parts``: the inputs' :func:`signature.signature_parts`, to name what changed;
 - ``bodies``, ``frame_start``, ``frame_end``: which bodies, which frames;
 - ``stats``: the statistics so far (Newton iterations, wall time, smallest distance, and per
@@ -25,7 +29,7 @@ from .common import KEY_PREFIX, IPCError, frame_range, is_our_bake
 from .reading import check_bakeable, obstacles
 from .signature import changed_inputs, input_signature, signature_parts
 from .solver import Checkpoint, SolverInputError
-from .solver.checkpoint import OtherSolverVersion
+from .solver.checkpoint import OtherStateFormat
 
 PROPERTY = "_ipc_checkpoints"
 
@@ -174,10 +178,11 @@ def prepare(context, target: str = "SELECTED", frame_end: int = 0) -> Resume:
         )
     try:
         checkpoint = Checkpoint.from_text(entry["solver"])
-    except OtherSolverVersion as err:
+    except OtherStateFormat as err:
         raise IPCError(
-            f"The bake of {names} was made by another version of the add-on: continuing it would "
-            "not give the frames of a bake in one go; bake it again"
+            f"The bake of {names} was made by another version of the add-on, which stored the "
+            f"solver's state in format {err.found}; this version reads format {err.expected} "
+            "and cannot continue it: bake it again from the start"
         ) from err
     except SolverInputError as err:
         raise IPCError(

@@ -7,12 +7,13 @@ Public API::
 
     from solver import (Material, Body, Pin, Collider, HalfPlane, SimParams, Scene,
                         Simulation, simulate, StepStats, Trajectory,
-                        SolverInputError, ConvergenceError, Checkpoint)
+                        SolverInputError, ConvergenceError, Checkpoint, SolverSettings)
 """
 
 from .checkpoint import Checkpoint
 from .errors import ConvergenceError, SolverInputError
 from .scene import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
+from .settings import SolverSettings
 from .simulation import Simulation, StepStats, Trajectory, simulate
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "SimParams",
     "Simulation",
     "SolverInputError",
+    "SolverSettings",
     "StepStats",
     "Trajectory",
     "simulate",

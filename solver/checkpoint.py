@@ -1,10 +1,10 @@
-"""A checkpoint of a :class:`~solver.simulation.Simulation`: everything that influences the
-steps after it, so that a fresh simulation of the same scene restored from it continues
+"""A checkpoint of a :class:`~solver.simulation.Simulation`: the declared state a step
+continues from, so that a fresh simulation of the same scene restored from it continues
 bit for bit as the original would have (``Simulation.checkpoint()`` /
 ``Simulation.restore(cp)``; the text form for storing it, e.g. in a .blend:
 ``cp.to_text()`` / ``Checkpoint.from_text(s)``).
 
-What a step depends on besides the scene:
+What a step depends on besides the scene (the fields of :class:`Checkpoint`):
 
 - positions ``x`` and velocities ``v`` (the inertial predictor x + h v + h^2 g), the simulated
   time (collider targets are sampled at ``time + h``) and the step counter;
@@ -12,17 +12,24 @@ What a step depends on besides the scene:
   it was balanced already (done once, when contact first appears);
 - the contact stencils the last step found at ``x`` (the next step's lagged friction and
   first contact set are built from them, in their order: the order of summation);
-- the linear solver's ordering object (reverse Cuthill-McKee permutation, recomputed only when
-  the band grows, and any analysis a solver keeps on it between solves, such as a sparse
-  Cholesky's nested dissection and fronts, reused while the pattern allows): it depends on the
-  history of the solves and decides the order of the arithmetic, so the whole object is
-  stored as it is (:func:`snapshot`: its attributes, recursively, as long as they are numbers,
-  strings, numpy arrays, lists, tuples, dicts and objects of this package's classes);
+- the linear solver's orderings (:class:`~solver.linalg.BandOrderingState`: the reverse
+  Cuthill-McKee permutation, recomputed only when the band grows, and the sparse
+  Cholesky's nested dissection and analysed vertex pairs,
+  :class:`~solver.sparse_cholesky.SparseCholeskyState`, reused while the pattern allows):
+  they depend on the history of the solves and decide the order of the arithmetic;
 - whether Newton starts the next step on the projected Hessian (large systems whose exact
   Hessian the last step's start showed indefinite).
 
-Everything is stored exactly: arrays as ``.npz`` bytes (float64 bit patterns), the text form
-is base64 of those bytes.
+Everything is stored exactly, field by field: arrays as ``.npz`` bytes (float64 bit
+patterns), the text form is base64 of those bytes.
+
+Versions: a checkpoint names its :data:`STATE_FORMAT` (the fields above and their
+meaning) and the :func:`solver_build` that took it.  Another solver build continues a
+checkpoint of the same state format (an add-on update that left the state alone: a
+build whose arithmetic differs continues from the same state, its later steps those it
+computes); a checkpoint of another state format is refused (:class:`OtherStateFormat`):
+simulate again from the start.  Change STATE_FORMAT with any change of the fields or of
+what they mean.
 """
 
 from __future__ import annotations
@@ -30,30 +37,30 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import importlib
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .errors import SolverInputError
+from .linalg import BandOrdering, BandOrderingState
+from .sparse_cholesky import SparseCholeskyState
 
 FORMAT = "blender-ipc-checkpoint"
-VERSION = 1
-PACKAGE = __name__.rsplit(".", 1)[0]  # "solver" (or "blender_ipc.solver" in the add-on)
+# 1: the ordering object stored by its attributes (a generic object snapshot)
+# 2: the declared state of the orderings (BandOrderingState)
+STATE_FORMAT = 2
 
 
 def source_hash(directory: Path) -> str:
-    """Hash of the solver package's source files in ``directory``.  A checkpoint continues
-    bit for bit only in the solver that took it: other code may order its arithmetic
-    differently, and the analysis kept on the ordering object (see the module doc) is stored
-    by its attributes, which another version may not have.  Line endings are normalised (an
-    unpacked add-on and a checkout must agree)."""
+    """Hash of the solver package's source files in ``directory`` and its subpackages
+    (names relative to it, line endings normalised: an unpacked add-on and a checkout
+    agree).  Recorded in a checkpoint as the build that took it."""
+    root = Path(directory)
     digest = hashlib.sha256()
-    for path in sorted(Path(directory).glob("*.py")):
-        digest.update(path.name.encode())
+    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
+        digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes().replace(b"\r\n", b"\n"))
     return digest.hexdigest()[:16]
 
@@ -65,8 +72,16 @@ def solver_build() -> str:
     return source_hash(Path(__file__).parent)
 
 
-class OtherSolverVersion(SolverInputError):
-    """The checkpoint was taken by another version of the solver (see :func:`source_hash`)."""
+class OtherStateFormat(SolverInputError):
+    """The checkpoint's state format is not this solver's :data:`STATE_FORMAT`."""
+
+    def __init__(self, found):
+        self.found, self.expected = found, STATE_FORMAT
+        super().__init__(
+            f"checkpoint: its state format is {found}, this solver reads format {STATE_FORMAT} "
+            "(taken by another version of the solver); it cannot be continued: simulate again "
+            "from the start"
+        )
 
 
 @dataclass(frozen=True)
@@ -80,26 +95,26 @@ class Checkpoint:
     kappa: float
     kappa_balanced: bool
     state_stencils: np.ndarray | None  # (s, 3) contact stencils at x, or None
-    ordering: Snapshot  # of the linear solver's ordering object (Newton.ordering)
+    ordering: BandOrderingState  # of the linear solver's orderings (Newton.ordering)
     fingerprint: str  # of the model it was taken from (vertices, triangles, masses, dt)
     start_projected: bool = False  # Newton.start_projected: the next solve starts projected
+    solver_build: str = ""  # the solver_build() that took it
 
     def to_bytes(self) -> bytes:
         arrays = {
-            "meta": np.array([FORMAT, str(VERSION), self.fingerprint, solver_build()]),
+            "meta": np.array([FORMAT, str(STATE_FORMAT), self.fingerprint, self.solver_build]),
             "step_index": np.array(self.step_index, np.int64),
             "time": np.array(self.time, np.float64),
             "x": np.ascontiguousarray(self.x, np.float64),
             "v": np.ascontiguousarray(self.v, np.float64),
             "kappa": np.array(self.kappa, np.float64),
             "kappa_balanced": np.array(self.kappa_balanced, bool),
-            "ordering": np.array(self.ordering.structure),
             "start_projected": np.array(self.start_projected, bool),
         }
-        if self.state_stencils is not None:
-            arrays["state_stencils"] = np.asarray(self.state_stencils, np.int64)
-        for name, a in self.ordering.arrays.items():
-            arrays[f"ordering.{name}"] = a
+        _put(
+            arrays, "state_stencils", None if self.state_stencils is None else np.asarray(self.state_stencils)
+        )
+        _put_ordering(arrays, self.ordering)
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)
         return buf.getvalue()
@@ -109,18 +124,11 @@ class Checkpoint:
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as z:
                 meta = [str(s) for s in z["meta"]]
-                if meta[:2] != [FORMAT, str(VERSION)]:
-                    raise SolverInputError(f"checkpoint: unknown format {meta[:2]}")
-                if meta[3:4] != [solver_build()]:
-                    raise OtherSolverVersion(
-                        "checkpoint: taken by another version of the solver; continuing it would "
-                        "not give the steps of a simulation run in one go"
-                    )
-                files = set(z.files)
-                ordering = Snapshot(
-                    str(z["ordering"]),
-                    {f.split(".", 1)[1]: z[f].copy() for f in z.files if f.startswith("ordering.")},
-                )
+                if meta[0] != FORMAT:
+                    raise SolverInputError(f"checkpoint: unknown format {meta[0]!r}")
+                if meta[1] != str(STATE_FORMAT):
+                    raise OtherStateFormat(meta[1])
+                stencils = _get(z, "state_stencils")
                 return cls(
                     step_index=int(z["step_index"]),
                     time=float(z["time"]),
@@ -128,12 +136,13 @@ class Checkpoint:
                     v=z["v"].copy(),
                     kappa=float(z["kappa"]),
                     kappa_balanced=bool(z["kappa_balanced"]),
-                    state_stencils=z["state_stencils"].astype(np.intp) if "state_stencils" in files else None,
-                    ordering=ordering,
+                    state_stencils=None if stencils is None else stencils.astype(np.intp),
+                    ordering=_get_ordering(z),
                     fingerprint=meta[2],
                     start_projected=bool(z["start_projected"]),
+                    solver_build=meta[3],
                 )
-        except (OSError, ValueError, KeyError) as err:
+        except (OSError, ValueError, KeyError, IndexError) as err:
             if isinstance(err, SolverInputError):
                 raise
             raise SolverInputError(f"checkpoint: unreadable data ({err})") from err
@@ -148,6 +157,55 @@ class Checkpoint:
         except (ValueError, UnicodeEncodeError) as err:
             raise SolverInputError(f"checkpoint: not base64 text ({err})") from err
         return cls.from_bytes(data)
+
+
+# ----------------------------------------------------------------------------- fields <-> arrays
+# A field that is None is left out of the file.
+
+
+def _put(arrays, name, value):
+    if value is not None:
+        arrays[name] = np.asarray(value)
+
+
+def _get(z, name):
+    return z[name].copy() if name in z.files else None
+
+
+def _get_int(z, name):
+    return None if name not in z.files else int(z[name])
+
+
+def _put_ordering(arrays, o: BandOrderingState):
+    s = o.sparse
+    _put(arrays, "ordering.perm", o.perm)
+    _put(arrays, "ordering.band", np.int64(o.band))
+    _put(arrays, "ordering.sparse_n", None if o.sparse_n is None else np.int64(o.sparse_n))
+    _put(arrays, "ordering.sparse.n", None if s.n is None else np.int64(s.n))
+    _put(arrays, "ordering.sparse.order", s.order)
+    _put(arrays, "ordering.sparse.bounds", s.bounds)
+    _put(arrays, "ordering.sparse.edges", s.edges)
+    _put(arrays, "ordering.sparse.dissection_flops", np.float64(s.dissection_flops))
+    calls = s.calls_since_analysis
+    _put(arrays, "ordering.sparse.calls_since_analysis", None if calls is None else np.int64(calls))
+
+
+def _get_ordering(z) -> BandOrderingState:
+    sparse = SparseCholeskyState(
+        n=_get_int(z, "ordering.sparse.n"),
+        order=_get(z, "ordering.sparse.order"),
+        bounds=_get(z, "ordering.sparse.bounds"),
+        edges=_get(z, "ordering.sparse.edges"),
+        dissection_flops=float(z["ordering.sparse.dissection_flops"]),
+        calls_since_analysis=_get_int(z, "ordering.sparse.calls_since_analysis"),
+    )
+    perm = _get(z, "ordering.perm")
+    return BandOrderingState(
+        perm=None if perm is None else perm.astype(np.intp),
+        band=int(z["ordering.band"]),
+        sparse_n=_get_int(z, "ordering.sparse_n"),
+        sparse=sparse,
+    )
 
 
 def model_fingerprint(model, params) -> str:
@@ -174,9 +232,10 @@ def take(sim) -> Checkpoint:
         kappa=float(sim.kappa),
         kappa_balanced=bool(sim.kappa_balanced),
         state_stencils=None if stencils is None else np.array(stencils, np.intp),
-        ordering=snapshot(sim._newton.ordering),
+        ordering=sim._newton.ordering.state(),
         fingerprint=model_fingerprint(sim.model, sim.params),
         start_projected=bool(sim._newton.start_projected),
+        solver_build=solver_build(),
     )
 
 
@@ -197,114 +256,5 @@ def restore(sim, cp: Checkpoint):
     sim.kappa = float(cp.kappa)
     sim.kappa_balanced = bool(cp.kappa_balanced)
     sim._state_stencils = None if cp.state_stencils is None else np.array(cp.state_stencils, np.intp)
-    sim._newton.ordering = cp.ordering.restore()
+    sim._newton.ordering = BandOrdering.from_state(cp.ordering)
     sim._newton.start_projected = bool(cp.start_projected)
-
-
-# ----------------------------------------------------------------------------- object snapshots
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """An object of this package (with everything it refers to) as JSON text and numpy arrays:
-    numbers (floats by their hex form: exact, inf and nan included), strings, None, arrays of
-    numbers, lists, tuples, dicts and objects of this package's classes (their instance
-    dictionaries), shared references and cycles kept. :meth:`restore` builds an equal object;
-    it creates only classes of this package and runs none of their code (no __init__), so a
-    snapshot from a file cannot run anything else."""
-
-    structure: str
-    arrays: dict
-
-    def restore(self):
-        return _Decoder(self.arrays).decode(json.loads(self.structure))
-
-
-def snapshot(obj) -> Snapshot:
-    """The :class:`Snapshot` of obj; TypeError names an attribute of a type it cannot hold."""
-    enc = _Encoder()
-    return Snapshot(json.dumps(enc.encode(obj, "ordering"), separators=(",", ":")), enc.arrays)
-
-
-class _Encoder:
-    def __init__(self):
-        self.arrays, self.memo, self.keep = {}, {}, []
-
-    def encode(self, v, path):
-        if v is None or isinstance(v, (bool, str)):
-            return v
-        if isinstance(v, (int, np.integer)) and not isinstance(v, np.bool_):
-            return {"int": int(v)}
-        if isinstance(v, (float, np.floating)):
-            return {"float": float(v).hex()}
-        if isinstance(v, np.bool_):
-            return bool(v)
-        ref = self.memo.get(id(v))
-        if ref is not None:
-            return {"ref": ref}
-        self.memo[id(v)] = ref = len(self.memo)
-        self.keep.append(v)  # ids stay unique while encoding
-        if isinstance(v, np.ndarray):
-            if v.dtype.kind not in "biufc":
-                raise TypeError(f"checkpoint: {path} is an array of {v.dtype}")
-            name = str(len(self.arrays))
-            self.arrays[name] = np.array(v)
-            return {"id": ref, "array": name}
-        if isinstance(v, (list, tuple)):
-            kind = "list" if isinstance(v, list) else "tuple"
-            return {"id": ref, kind: [self.encode(x, f"{path}[{i}]") for i, x in enumerate(v)]}
-        if isinstance(v, dict):
-            items = [[self.encode(k, f"{path} key"), self.encode(x, f"{path}[{k!r}]")] for k, x in v.items()]
-            return {"id": ref, "dict": items}
-        cls = type(v)
-        if cls.__module__.split(".")[: len(PACKAGE.split("."))] == PACKAGE.split(".") and hasattr(
-            v, "__dict__"
-        ):
-            state = {k: self.encode(x, f"{path}.{k}") for k, x in vars(v).items()}
-            return {"id": ref, "object": f"{cls.__module__}:{cls.__qualname__}", "state": state}
-        raise TypeError(f"checkpoint: {path} is a {cls.__module__}.{cls.__qualname__}, which it cannot store")
-
-
-class _Decoder:
-    def __init__(self, arrays):
-        self.arrays, self.memo = arrays, {}
-
-    def decode(self, v):
-        if not isinstance(v, dict):
-            return v
-        if "int" in v:
-            return int(v["int"])
-        if "float" in v:
-            return float.fromhex(v["float"])
-        if "ref" in v:
-            return self.memo[v["ref"]]
-        ref = v["id"]
-        if "array" in v:
-            out = self.memo[ref] = np.array(self.arrays[v["array"]])
-            return out
-        if "list" in v:
-            out = self.memo[ref] = []
-            out.extend(self.decode(x) for x in v["list"])
-            return out
-        if "tuple" in v:
-            out = self.memo[ref] = tuple(self.decode(x) for x in v["tuple"])
-            return out
-        if "dict" in v:
-            out = self.memo[ref] = {}
-            out.update((self.decode(k), self.decode(x)) for k, x in v["dict"])
-            return out
-        module, qualname = v["object"].split(":")
-        parts = module.split(".")
-        if "solver" not in parts:
-            raise SolverInputError(f"checkpoint: class {v['object']} is not the solver's")
-        # the same module of this copy of the solver (a checkpoint of the stand-alone solver
-        # restores in the add-on's copy and back)
-        suffix = parts[len(parts) - parts[::-1].index("solver") :]
-        cls = importlib.import_module(".".join([PACKAGE, *suffix]))
-        for part in qualname.split("."):
-            cls = getattr(cls, part)
-        if not isinstance(cls, type):
-            raise SolverInputError(f"checkpoint: {v['object']} is not a class")
-        out = self.memo[ref] = cls.__new__(cls)
-        out.__dict__.update({k: self.decode(x) for k, x in v["state"].items()})
-        return out

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .sparse_cholesky import NotPositiveDefiniteFront, SparseCholesky, _common_prefix
+from .sparse_cholesky import NotPositiveDefiniteFront, SparseCholesky, SparseCholeskyState, _common_prefix
 
 try:  # scipy is optional: stock Blender ships numpy only
     import scipy.linalg.lapack as _lapack
@@ -69,6 +69,17 @@ def _from_eigen(V, w):
     return np.einsum("nij,nj,nkj->nik", V, w, V)
 
 
+@dataclass(frozen=True)
+class BandOrderingState:
+    """What a :class:`BandOrdering` keeps between solves: ``BandOrdering.state()``
+    / ``BandOrdering.from_state(state)`` (a checkpoint stores it)."""
+
+    perm: np.ndarray | None  # (n,) DOF at each position of the band ordering (None: none yet)
+    band: int  # bandwidth when it was computed
+    sparse_n: int | None  # systems of this size go to the sparse Cholesky
+    sparse: SparseCholeskyState
+
+
 class BandOrdering:
     """Orderings kept between the solves of one simulation: the Hessian's
     pattern changes only where contacts come and go, so one ordering serves
@@ -85,6 +96,24 @@ class BandOrdering:
         # systems of this size go to the sparse Cholesky without a look at the band: it was
         # too wide once (a simulation's band grows with its contacts and seldom shrinks back)
         self.sparse_n = None
+
+    def state(self) -> BandOrderingState:
+        """The state (copies of its arrays)."""
+        perm = None if self.perm is None else self.perm.copy()
+        return BandOrderingState(perm, int(self.band), self.sparse_n, self.sparse.state())
+
+    @classmethod
+    def from_state(cls, state: BandOrderingState):
+        """An ordering continuing from ``state`` with the same bits."""
+        out = cls()
+        if state.perm is not None:
+            out.perm = np.array(state.perm, np.intp)
+            out.inv = np.empty(len(out.perm), np.intp)
+            out.inv[out.perm] = np.arange(len(out.perm))
+        out.band = int(state.band)
+        out.sparse_n = state.sparse_n
+        out.sparse = SparseCholesky.from_state(state.sparse)
+        return out
 
     def banded(self, rows, cols, n, limit):
         """(band-storage positions of the entries, bandwidth) when the banded

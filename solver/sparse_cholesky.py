@@ -30,6 +30,7 @@ definite: :class:`NotPositiveDefiniteFront` is raised.
 
 import itertools
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -614,6 +615,20 @@ REORDER_GROWTH = 1.5  # a new nested dissection when the fronts of the kept orde
 IN_FLUX_CALLS = 2
 
 
+@dataclass(frozen=True)
+class SparseCholeskyState:
+    """What a :class:`SparseCholesky` keeps between calls (everything else is
+    derived from it and the patterns solved): ``SparseCholesky.state()`` /
+    ``SparseCholesky.from_state(state)`` (a checkpoint stores it)."""
+
+    n: int | None  # size of the last system (None: no call yet)
+    order: np.ndarray | None  # (n_vertex,) vertex at each position of the last nested dissection
+    bounds: np.ndarray | None  # (m + 1,) its nodes' position ranges
+    edges: np.ndarray | None  # (e,) vertex pairs (keys) the fronts are analysed for
+    dissection_flops: float  # estimated cost of the fronts of the last dissection
+    calls_since_analysis: int | None  # calls reusing the analysis since it was made (None: none yet)
+
+
 class SparseCholesky:
     """Solver object keeping the symbolic analysis between calls (one per
     simulation: Newton's patterns change only where contacts come and go).
@@ -651,6 +666,31 @@ class SparseCholesky:
         self.dissection_flops = 0.0
         self.calls_since_analysis = None  # calls reusing the analysis since it was made (None: none yet)
         self.counts = {"same": 0, "remap": 0, "refront": 0, "dissection": 0}  # how each call was prepared
+
+    def state(self) -> SparseCholeskyState:
+        """The state (copies of its arrays)."""
+        order, bounds = (None, None) if self.ordering is None else self.ordering
+        return SparseCholeskyState(
+            n=self.n,
+            order=_copy(order),
+            bounds=_copy(bounds),
+            edges=_copy(self.edges),
+            dissection_flops=float(self.dissection_flops),
+            calls_since_analysis=self.calls_since_analysis,
+        )
+
+    @classmethod
+    def from_state(cls, state: SparseCholeskyState, leaf=None):
+        """A solver continuing from ``state`` with the same bits (its analysis is
+        rebuilt on the next call; the counts start at zero)."""
+        out = cls(leaf)
+        out.n = state.n
+        if state.order is not None:
+            out.ordering = (_copy(state.order), _copy(state.bounds))
+        out.edges = _copy(state.edges)
+        out.dissection_flops = float(state.dissection_flops)
+        out.calls_since_analysis = state.calls_since_analysis
+        return out
 
     @property
     def sym(self):
@@ -729,6 +769,10 @@ class SparseCholesky:
     def solve(self, rows, cols, vals, rhs, expected=None):
         """x (n,) with A x = rhs for A given by COO triplets."""
         return self.factor(rows, cols, vals, len(rhs), expected).solve(rhs)
+
+
+def _copy(a):
+    return None if a is None else np.array(a)
 
 
 class _Ahead:

@@ -3,14 +3,16 @@ it, M more steps give bit for bit the trajectory of N + M steps in one go, on bo
 linear-solver paths; with contact, friction, adaptive kappa, moving colliders and the band
 ordering of the linear solves in play."""
 
+import base64
 import dataclasses
+import io
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from solver import Checkpoint, Simulation, SolverInputError, linalg
-from solver.checkpoint import Snapshot, snapshot
+from solver import Checkpoint, Simulation, SolverInputError, checkpoint, linalg
 from solver.examples import block_on_slope, compressing_squares, free_fall, pile
 from solver.linalg import BandOrdering
 
@@ -95,11 +97,11 @@ def test_band_ordering_and_contacts_are_part_of_the_checkpoint():
         sim = Simulation(_scene("compressing-squares-n6", path))
         _steps(sim, 45)
         cp = sim.checkpoint()
-        ordering = cp.ordering.restore()
+        ordering = cp.ordering
         if path == "scipy":
             assert ordering.perm is not None and len(ordering.perm) > 128
         else:  # the vertex order of the nested dissection (2 DOFs per vertex)
-            assert ordering.sparse.ordering is not None and 2 * len(ordering.sparse.ordering[0]) > 128
+            assert ordering.sparse.order is not None and 2 * len(ordering.sparse.order) > 128
         assert cp.state_stencils is not None and len(cp.state_stencils) > 0
     sim = Simulation(_scene("squares-convergent-auto-kappa", "numpy"))
     _steps(sim, 26)
@@ -116,7 +118,7 @@ def test_without_the_band_ordering_the_bits_differ():
     ref = _steps(Simulation(scene), 50)
     first = Simulation(scene)
     _steps(first, 40)
-    cp = dataclasses.replace(first.checkpoint(), ordering=snapshot(BandOrdering()))
+    cp = dataclasses.replace(first.checkpoint(), ordering=BandOrdering().state())
     fresh = Simulation.from_checkpoint(scene, cp)
     tail = _steps(fresh, 10)
     differs = any(a[0].tobytes() != b[0].tobytes() for a, b in zip(tail, ref[40:], strict=True))
@@ -137,35 +139,103 @@ def test_checkpoint_of_another_scene_is_refused():
         Checkpoint.from_bytes(b"PK but not really")
 
 
-def test_checkpoint_of_another_solver_version_is_refused(monkeypatch):
-    """A checkpoint stores the attributes of the solver's own analysis objects: another version
-    of the solver may not have them (or order its arithmetic differently), so a checkpoint
-    names the solver's source (a hash) and another build refuses it."""
-    from solver import checkpoint
+def _with_meta(text, index, value):
+    """The checkpoint text with field ``index`` of its meta data (format name, state
+    format, scene fingerprint, solver build) replaced."""
+    with np.load(io.BytesIO(base64.b64decode(text))) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = arrays["meta"].tolist()
+    meta[index] = value
+    arrays["meta"] = np.array(meta)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
 
+
+def test_checkpoint_of_another_state_format_is_refused():
+    """The state format names the fields a checkpoint holds and their meaning: one of
+    another format is refused, naming both formats and what to do."""
     sim = Simulation(compressing_squares(n_seg=2))
     _steps(sim, 2)
     text = sim.checkpoint().to_text()
     assert Checkpoint.from_text(text).step_index == 2
-    monkeypatch.setattr(checkpoint, "solver_build", lambda: "0123456789abcdef")
-    with pytest.raises(checkpoint.OtherSolverVersion, match="another version of the solver"):
+    for other in ("1", "3"):
+        with pytest.raises(checkpoint.OtherStateFormat) as err:
+            Checkpoint.from_text(_with_meta(text, 1, other))
+        message = str(err.value)
+        assert f"state format is {other}, this solver reads format {checkpoint.STATE_FORMAT}" in message
+        assert "simulate again from the start" in message
+        assert (err.value.found, err.value.expected) == (other, checkpoint.STATE_FORMAT)
+    with pytest.raises(SolverInputError, match="unknown format"):
+        Checkpoint.from_text(_with_meta(text, 0, "something else"))
+
+
+def test_checkpoint_of_the_earlier_format_is_refused():
+    """A checkpoint taken by the solver before the state was declared (format 1: the
+    ordering object stored by its attributes), as the add-on stored it in .blend files."""
+    lines = (Path(__file__).parent / "data" / "checkpoint_format1.txt").read_text().splitlines()
+    text = "".join(line for line in lines if not line.startswith("#"))
+    with pytest.raises(checkpoint.OtherStateFormat, match="state format is 1, this solver reads format 2"):
         Checkpoint.from_text(text)
+    assert checkpoint.STATE_FORMAT == 2
 
 
-def test_solver_build_hashes_the_package_source(tmp_path):
+@pytest.mark.parametrize("solver_path", ["numpy", "scipy"])
+def test_checkpoint_of_another_solver_build_with_the_same_format_continues(solver_path, monkeypatch):
+    """The solver build (a hash of its source) is recorded, not checked: a checkpoint taken
+    by another build of the same state format (an add-on update) restores and continues;
+    here, with this solver's arithmetic, bit for bit."""
+    scene = _scene("compressing-squares-n6", solver_path)
+    ref = _steps(Simulation(scene), 45)
+    first = Simulation(scene)
+    head = _steps(first, 41)
+    cp = first.checkpoint()
+    assert cp.solver_build == checkpoint.solver_build()
+    text = _with_meta(cp.to_text(), 3, "0123456789abcdef")  # taken by an earlier build
+    monkeypatch.setattr(checkpoint, "solver_build", lambda: "fedcba9876543210")  # read by a later one
+    restored = Checkpoint.from_text(text)
+    assert restored.solver_build == "0123456789abcdef"
+    assert Checkpoint.from_text(restored.to_text()).solver_build == "0123456789abcdef"
+    _same(head + _steps(Simulation.from_checkpoint(scene, restored), 4), ref)
+
+
+def test_the_checkpoint_holds_the_declared_fields_only():
+    """Field by field, no object graph: the file's arrays are the declared state."""
+    sim = Simulation(_scene("compressing-squares-n6", "numpy"))
+    _steps(sim, 45)
+    with np.load(io.BytesIO(sim.checkpoint().to_bytes())) as z:
+        names = set(z.files)
+    top = {"meta", "step_index", "time", "x", "v", "kappa", "kappa_balanced", "start_projected"}
+    ordering = {"ordering.band", "ordering.sparse.dissection_flops", "ordering.sparse.n"}
+    sparse = {f"ordering.sparse.{f}" for f in ("order", "bounds", "edges", "calls_since_analysis")}
+    assert names == top | ordering | sparse | {"state_stencils"}
+    state = sim._newton.ordering.state()
+    again = BandOrdering.from_state(state).state()
+    for a, b in ((state.sparse.order, again.sparse.order), (state.sparse.edges, again.sparse.edges)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert (state.band, state.sparse_n, state.sparse.n) == (again.band, again.sparse_n, again.sparse.n)
+
+
+def test_solver_build_hashes_the_package_source_with_its_subpackages(tmp_path):
     import shutil
-    from pathlib import Path
 
-    from solver import checkpoint
-
-    for path in Path(checkpoint.__file__).parent.glob("*.py"):
-        shutil.copy(path, tmp_path / path.name)
-    assert checkpoint.source_hash(tmp_path) == checkpoint.solver_build()
-    newton = tmp_path / "newton.py"
+    package = Path(checkpoint.__file__).parent
+    copy = tmp_path / "solver"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert checkpoint.source_hash(copy) == checkpoint.solver_build()
+    newton = copy / "newton.py"
     newton.write_bytes(newton.read_bytes().replace(b"\n", b"\r\n"))
-    assert checkpoint.source_hash(tmp_path) == checkpoint.solver_build()  # line endings do not count
-    newton.write_bytes(newton.read_bytes().replace(b"ARMIJO = 1e-4", b"ARMIJO = 2e-4"))
-    assert checkpoint.source_hash(tmp_path) != checkpoint.solver_build()
+    assert checkpoint.source_hash(copy) == checkpoint.solver_build()  # line endings do not count
+    (copy / "linsolve").mkdir()
+    (copy / "linsolve" / "__init__.py").write_text("")
+    with_sub = checkpoint.source_hash(copy)
+    assert with_sub != checkpoint.solver_build()  # a subpackage counts
+    (copy / "linsolve" / "__init__.py").write_text("X = 1\n")
+    assert checkpoint.source_hash(copy) not in (with_sub, checkpoint.solver_build())
+    (copy / "linsolve" / "__init__.py").unlink()
+    assert checkpoint.source_hash(copy) == checkpoint.solver_build()
+    newton.write_bytes(newton.read_bytes().replace(b"def ", b"def  ", 1))
+    assert checkpoint.source_hash(copy) != checkpoint.solver_build()
 
 
 def test_fresh_simulation_checkpoint_round_trip():
@@ -173,7 +243,7 @@ def test_fresh_simulation_checkpoint_round_trip():
     sim = Simulation(scene)
     cp = Checkpoint.from_text(sim.checkpoint().to_text())
     assert cp.step_index == 0 and cp.time == 0.0 and cp.state_stencils is None
-    assert cp.ordering.restore().perm is None and not cp.kappa_balanced
+    assert cp.ordering.perm is None and cp.ordering.sparse.order is None and not cp.kappa_balanced
     assert np.array_equal(cp.v, sim.v) and np.array_equal(cp.x, sim.x)
     ref = _steps(Simulation(scene), 5)
     _same(_steps(Simulation.from_checkpoint(scene, cp), 5), ref)
@@ -191,39 +261,6 @@ def test_checkpoint_on_the_solver_paths_beyond_the_band(solver_path, monkeypatch
         head = _steps(first, n)
         fresh = Simulation.from_checkpoint(scene, Checkpoint.from_text(first.checkpoint().to_text()))
         _same(head + _steps(fresh, 40 - n), ref)
-
-
-class _Node:
-    pass
-
-
-def test_snapshot_keeps_values_sharing_and_cycles_and_refuses_other_classes():
-    a = _Node()
-    shared = np.arange(5.0)
-    a.arrays = [shared, shared, np.zeros((0, 3), np.intp)]
-    a.numbers = (1, -0.0, float("inf"), 1e-310, np.float64(0.1), np.int64(7), True, None, "x")
-    a.table = {"same": 1, 3: [2.5]}
-    a.me = a
-    # this test module is not the solver package: its classes are refused
-    with pytest.raises(TypeError, match="ordering is a"):
-        snapshot(a)
-    o = BandOrdering()
-    o.perm, o.extra = np.array([2, 0, 1]), a.__dict__
-    o.extra = {"arrays": a.arrays, "numbers": a.numbers, "table": a.table, "self": o}
-    snap = snapshot(o)
-    text = Snapshot(snap.structure, {k: v.copy() for k, v in snap.arrays.items()})
-    b = text.restore()
-    assert type(b) is BandOrdering and b.extra["self"] is b
-    assert b.extra["arrays"][0] is b.extra["arrays"][1] and np.array_equal(b.extra["arrays"][0], shared)
-    assert b.extra["arrays"][2].shape == (0, 3) and b.extra["arrays"][2].dtype == np.intp
-    nums = b.extra["numbers"]
-    assert nums[:4] == (1, -0.0, float("inf"), 1e-310) and str(nums[1]) == "-0.0"
-    assert nums[4:] == (0.1, 7, True, None, "x")
-    assert b.extra["table"] == {"same": 1, 3: [2.5]}
-    # a class outside the solver named in a stored snapshot is not imported
-    bad = Snapshot(snap.structure.replace("solver.linalg:BandOrdering", "os:system"), snap.arrays)
-    with pytest.raises(SolverInputError, match="not the solver's"):
-        bad.restore()
 
 
 def test_newtons_projected_start_is_part_of_the_checkpoint(monkeypatch):

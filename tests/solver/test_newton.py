@@ -217,11 +217,11 @@ def test_newton_starts_from_the_coasting_motion():
 
 def test_newton_steps_keep_part_of_each_closing_gap():
     """CCD stops Newton's steps (and its start) where a closing gap has
-    CCD_GAP_KEPT of its length left: squeezed harder, the log barrier costs
+    ccd_gap_kept of its length left: squeezed harder, the log barrier costs
     iterations to reopen it."""
     from solver.examples import free_fall
     from solver.scene import HalfPlane
-    from solver.simulation import CCD_GAP_KEPT
+    from solver.settings import SolverSettings
 
     scene = free_fall()
     lowest = float(np.min(scene.bodies[0].vertices[:, 1]))
@@ -232,51 +232,8 @@ def test_newton_steps_keep_part_of_each_closing_gap():
     dx = np.zeros_like(x)
     dx[:, 1] = -2.0 * gap  # twice the gap towards the ground
     alpha = sim._ccd_step(x, dx, sim._contact_set(x, x + dx))
-    assert alpha == pytest.approx((1.0 - CCD_GAP_KEPT) * gap / (2.0 * gap), rel=1e-12)
-
-
-def _two_squares_over_ground(gap, velocity):
-    """Square A with its lowest vertices gap [m] above the ground, square B far
-    from everything, both moving at velocity (2,) [m/s]: the simulation, the
-    start, the motions asked for (B: x_tilde; A: x_tilde, or x + h v if
-    within dhat of the ground), which vertices are A's, A's gap at the start."""
-    from solver.examples import free_fall
-    from solver.scene import HalfPlane
-
-    scene = free_fall(velocity=velocity)
-    a = scene.bodies[0]
-    b = dataclasses.replace(a, name="far", vertices=a.vertices + np.array([1.0, 1.0]))
-    lowest = float(np.min(a.vertices[:, 1]))
-    ground = HalfPlane(point=(0.0, lowest - gap), normal=(0.0, 1.0), mu=0.0, name="ground")
-    sim = Simulation(dataclasses.replace(scene, bodies=(a, b), half_planes=(ground,)))
-    h = sim.params.dt
-    x_tilde = sim.x + h * sim.v + h * h * sim.gravity
-    x_coast = sim.x + h * sim.v
-    x, _ = sim._initial_guess(sim.x, x_coast, x_tilde, sim._contact_set_at_state())
-    on_a = sim.model.owner == 0
-    return sim, x, np.where(on_a[:, None], x_coast, x_tilde), on_a, float(np.min(x[on_a, 1])) - (lowest - gap)
-
-
-def test_the_start_lands_a_body_where_it_will_rest_and_lets_the_others_fall():
-    """A body whose start would carry it deep into a half-plane's barrier zone
-    stops at START_REST dhat, where a landing contact settles (0.3 of its gap
-    left, Newton reopened it about x2 per iteration: S4's first landings 5
-    iterations, now 2-4); a body touching nothing else moves in full, not
-    held back by the landing one; a vertex that would only dip into the zone
-    moves in full too."""
-    from solver.simulation import START_DEEP, START_REST
-
-    dhat = SimParams().dhat
-    sim, x, target, on_a, gap = _two_squares_over_ground(2.0 * dhat, (0.0, -2.0))
-    assert gap == pytest.approx(START_REST * dhat, rel=1e-9)
-    np.testing.assert_array_equal(x[~on_a], target[~on_a])
-    # A within dhat (it coasts, x + h v) and ending just above START_DEEP
-    # dhat: the whole motion is taken
-    start = 0.95 * dhat
-    speed = (start - 1.01 * START_DEEP * dhat) / sim.params.dt
-    sim, x, target, on_a, gap = _two_squares_over_ground(start, (0.0, -speed))
-    np.testing.assert_allclose(x, target, rtol=0, atol=1e-15)
-    assert START_DEEP * dhat < gap < START_REST * dhat
+    kept = SolverSettings().ccd_gap_kept
+    assert alpha == pytest.approx((1.0 - kept) * gap / (2.0 * gap), rel=1e-12)
 
 
 def _squares_iterations(monkeypatch, rounds, steps=120):
@@ -302,35 +259,6 @@ def test_regime_consistent_steps_save_newton_iterations(monkeypatch):
     rounds, used = _squares_iterations(monkeypatch, 3)
     assert none_used == 0 and used > 0
     assert rounds < plain
-
-
-def test_touching_bodies_reused_from_the_last_summary_match_a_fresh_measurement():
-    """Which bodies touch something at the state (they coast; the others also
-    fall) comes from the last step's contact summary, not measured again:
-    the same answer as measuring it, every step and after a checkpoint
-    restores the state (its stencils are new: measured afresh)."""
-    from solver.examples import compressing_squares
-
-    sim = Simulation(compressing_squares(n_seg=2))
-    seen = set()
-    for _ in range(120):
-        sim.step()
-        cs = sim._contact_set_at_state()
-        reused = sim._touching_bodies(cs)
-        assert sim._state_touching[0] is sim._state_stencils
-        sim._state_touching = None
-        np.testing.assert_array_equal(reused, sim._touching_bodies(cs))
-        sim.step()  # the next step starts from the summary again
-        seen.add(tuple(reused))
-    assert len(seen) > 1  # bodies both free and touching were seen
-    other = Simulation(compressing_squares(n_seg=2))
-    for _ in range(30):
-        other.step()  # its own summary is cached: stale once the checkpoint is restored
-    other.restore(sim.checkpoint())
-    cs = other._contact_set_at_state()
-    np.testing.assert_array_equal(other._touching_bodies(cs), sim._touching_bodies(cs))
-    other._state_touching = sim._state_touching = None
-    np.testing.assert_array_equal(other._touching_bodies(cs), sim._touching_bodies(cs))
 
 
 def test_a_reversed_slide_is_modelled_static_first():

@@ -1,0 +1,133 @@
+"""Prescribed motion: colliders and pins (kinematic vertex groups) follow
+their animated targets.
+
+A group snaps straight to its target whenever that motion (everything else
+frozen) is collision-free.  A blocked group is driven instead by a penalty
+1/2 k m |x - target|^2 on its vertices, with the stiffness k (relative to the
+vertex mass, in IP units) growing by ``penalty_growth`` after each converged
+Newton solve that leaves it short, for at most ``penalty_rounds`` raises
+(:func:`next_round`); after each solve the pending groups try to snap again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+
+from . import barrier, ccd
+from .contacts import candidate_stencils, plane_pairs
+
+
+@dataclass(frozen=True)
+class PrescribedSettings:
+    penalty_start: float = 1e3  # penalty stiffness relative to the vertex mass (IP units)
+    penalty_growth: float = 10.0  # factor per raise
+    penalty_rounds: int = 4  # raises at most, then the step ends where the penalty holds the group
+    # a snap is blocked by a half-plane it would bring a vertex closer to than this x dhat
+    plane_clearance: float = 0.1
+
+
+@dataclass(frozen=True)
+class PenaltyRound:
+    """Where the schedule stands within a step."""
+
+    pending: tuple[int, ...]  # groups (indices into model.kin_groups) not at their targets
+    k_pen: float  # penalty stiffness on their vertices
+    rounds: int = 0  # raises of k_pen so far
+
+
+def kinematic_vertices(model):
+    """(k,) every prescribed vertex of the model, group after group."""
+    groups = model.kin_groups
+    return np.concatenate([g.vertices for g in groups]) if groups else np.zeros(0, np.intp)
+
+
+@dataclass(frozen=True)
+class PrescribedMotion:
+    """The prescribed motion of one simulation (model: its kin_groups)."""
+
+    model: object
+    dhat: float
+    settings: PrescribedSettings = field(default_factory=PrescribedSettings)
+
+    @cached_property
+    def kin_vertices(self):
+        """(k,) every prescribed vertex, group after group."""
+        return kinematic_vertices(self.model)
+
+    def targets(self, x, t):
+        """(N, 2): x with the prescribed vertices at their targets at time t."""
+        target = x.copy()
+        for g in self.model.kin_groups:
+            target[g.vertices] = g.target(t)
+        return target
+
+    def first_round(self, x, target):
+        """Start of a step: (x with the groups that can snap at their targets,
+        the :class:`PenaltyRound` of the others)."""
+        x, pending = self.snap(x, target, range(len(self.model.kin_groups)))
+        return x, PenaltyRound(pending, self.settings.penalty_start)
+
+    def next_round(self, x, target, current):
+        """After a converged Newton solve at x: (x, the next round), or (x,
+        None) when the step is done.  Done when nothing is pending, or when
+        no pending group can snap and the stiffness was raised
+        ``penalty_rounds`` times already.  Otherwise the groups that can snap
+        do (the penalty stays), else the stiffness grows."""
+        if not current.pending:
+            return x, None
+        x_snapped, still = self.snap(x, target, current.pending)
+        if len(still) < len(current.pending):
+            return x_snapped, replace(current, pending=still)
+        if current.rounds >= self.settings.penalty_rounds:
+            return x, None
+        s = self.settings
+        return x, replace(current, k_pen=current.k_pen * s.penalty_growth, rounds=current.rounds + 1)
+
+    def masks(self, pending):
+        """(fixed, penalized), (N,) bool each: prescribed vertices held at x by
+        Newton, and those of the pending groups, free and penalized."""
+        m = self.model
+        fixed = np.zeros(m.n, bool)
+        penalized = np.zeros(m.n, bool)
+        fixed[self.kin_vertices] = True
+        for gi in pending:
+            v = m.kin_groups[gi].vertices
+            fixed[v] = False
+            penalized[v] = True
+        return fixed, penalized
+
+    def snap(self, x, target, pending):
+        """Move pending groups straight to their targets when that motion
+        (everything else frozen) is collision-free.  Groups whose motion is
+        blocked stay pending.  Returns (x, still pending)."""
+        groups = self.model.kin_groups
+        movers = list(pending)
+        while movers:
+            dx = np.zeros_like(x)
+            for gi in movers:
+                v = groups[gi].vertices
+                dx[v] = target[v] - x[v]
+            blocked = self.blocked_vertices(x, dx)
+            stuck = [gi for gi in movers if blocked[groups[gi].vertices].any()]
+            if not stuck:
+                return x + dx, tuple(gi for gi in pending if gi not in movers)
+            movers = [gi for gi in movers if gi not in stuck]
+        return x, tuple(pending)
+
+    def blocked_vertices(self, x, dx):
+        """(N,) bool: vertices involved in a contact the motion dx cannot make safely."""
+        m, dhat = self.model, self.dhat
+        blocked = np.zeros(m.n, bool)
+        st = candidate_stencils(m, x, x + dx, dhat)
+        if len(st):
+            toi = ccd.point_edge_step(x[st], dx[st])
+            bad = toi < 1.0
+            blocked[st[bad].ravel()] = True
+        pts, pl = plane_pairs(m)
+        if len(pts):
+            d = barrier.plane_distance(x[pts] + dx[pts], m.plane_point[pl], m.plane_normal[pl])
+            blocked[pts[d <= self.settings.plane_clearance * dhat]] = True
+        return blocked

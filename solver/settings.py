@@ -1,0 +1,25 @@
+"""The solver's numeric policy as data: one frozen settings object per stage
+of a time step, today's values as defaults.  ``Simulation(scene,
+settings=SolverSettings(...))``; tests pass settings instead of changing
+module constants.  These are not scene inputs (``SimParams``): they do not
+change the physics being solved, only how the solver gets there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .barrier_stiffness import BarrierStiffnessSettings
+from .prescribed import PrescribedSettings
+from .start import StartSettings
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    # the fraction of a closing gap that Newton's steps and the start keep
+    # (CCD): a contact squeezed harder costs iterations of the log barrier
+    # reopening it about x2 each (docs/solver.md, "Newton on piles")
+    ccd_gap_kept: float = 0.3
+    start: StartSettings = field(default_factory=StartSettings)
+    prescribed: PrescribedSettings = field(default_factory=PrescribedSettings)
+    barrier_stiffness: BarrierStiffnessSettings = field(default_factory=BarrierStiffnessSettings)
+    newton: object = None  # NewtonSettings (merged from the core branch); None: its defaults
