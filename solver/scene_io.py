@@ -22,12 +22,14 @@ from dataclasses import fields as _dc_fields
 import numpy as np
 
 from .errors import SolverInputError
+from .friction import MOLLIFIERS
 from .scene import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
 
 FORMAT_NAME = "blender-ipc-scene"
 FORMAT_VERSION = 1
 FORMULATIONS = ("original", "convergent")
 LINEAR_SOLVERS = ("auto", "scipy", "numpy")
+FRICTION_MOLLIFIERS = tuple(MOLLIFIERS)
 MOTION_TYPES = ("static", "sampled", "rigid", "affine")
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "dumps_scene", "load_scene", "save_scene", "scene_to_dict"]
@@ -540,6 +542,9 @@ def _parse_params(data, path):
         kappa = _number(kappa, p("kappa"), lo=0, lo_open=True)
     formulation = _string(data.get("formulation", d.formulation), p("formulation"), FORMULATIONS)
     eps_v = _number(data.get("eps_v", d.eps_v), p("eps_v"), lo=0, lo_open=True)
+    mollifier = _string(
+        data.get("friction_mollifier", d.friction_mollifier), p("friction_mollifier"), FRICTION_MOLLIFIERS
+    )
     tol = _number(data.get("newton_tol", d.newton_tol), p("newton_tol"), lo=0, lo_open=True)
     force_tol = _number(data.get("force_tol", d.force_tol), p("force_tol"), lo=0, lo_open=True)
     iters = _integer(data.get("max_newton_iters", d.max_newton_iters), p("max_newton_iters"), lo=1)
@@ -552,6 +557,7 @@ def _parse_params(data, path):
         kappa=kappa,
         formulation=formulation,
         eps_v=eps_v,
+        friction_mollifier=mollifier,
         newton_tol=tol,
         force_tol=force_tol,
         max_newton_iters=iters,
@@ -645,6 +651,7 @@ def _params_to_dict(p):
         "kappa": None if p.kappa is None else float(p.kappa),
         "formulation": p.formulation,
         "eps_v": float(p.eps_v),
+        "friction_mollifier": p.friction_mollifier,
         "newton_tol": float(p.newton_tol),
         "force_tol": float(p.force_tol),
         "max_newton_iters": int(p.max_newton_iters),

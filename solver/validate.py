@@ -15,9 +15,11 @@ from .broad_phase import candidates, edge_boxes
 from .contacts import candidate_stencils
 from .distance import distance_sq, point_edge_case
 from .errors import SolverInputError
+from .friction import MOLLIFIERS
 
 FORMULATIONS = ("original", "convergent")
 LINEAR_SOLVERS = ("auto", "scipy", "numpy")
+FRICTION_MOLLIFIERS = tuple(MOLLIFIERS)
 
 
 def _positive(value, what):
@@ -48,6 +50,10 @@ def check_params(p):
     if p.formulation not in FORMULATIONS:
         raise SolverInputError(f"params.formulation must be one of {FORMULATIONS}, got {p.formulation!r}")
     _positive(p.eps_v, "params.eps_v")
+    if p.friction_mollifier not in FRICTION_MOLLIFIERS:
+        raise SolverInputError(
+            f"params.friction_mollifier must be one of {FRICTION_MOLLIFIERS}, got {p.friction_mollifier!r}"
+        )
     _positive(p.newton_tol, "params.newton_tol")
     _positive(p.force_tol, "params.force_tol")
     if not isinstance(p.max_newton_iters, (int, np.integer)) or p.max_newton_iters < 1:
