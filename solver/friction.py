@@ -248,7 +248,12 @@ def piece_force_curvature(fs, sel, u, piece, eps):
     other than their own are sliding ones sent static (:func:`next_piece`),
     at |u| >= eps, where the cubic's own extension has negative curvature
     and a force growing as u^2.  The regime rounds' step is then only
-    approximate for 'ipc'; Newton's next iteration corrects it."""
+    approximate for 'ipc'; Newton's next iteration corrects it.  Measured
+    with 'ipc' (Newton iterations per step): S4 30 steps 6.60 (no rounds
+    9.27; the tangent 2 a u^2/(2 eps), which majorizes the cubic, 6.17),
+    60 steps 14.23 (tangent 14.90, max 64 against 41); S3-32 100 steps
+    3.22 (tangent 3.09): the tangent is no better overall, so both
+    profiles share one static piece."""
     a, b = fs.static[sel], fs.mu_lambda[sel]
     return np.where(piece == 0, a * u / eps, b * piece), np.where(piece == 0, a / eps, 0.0)
 
