@@ -79,6 +79,7 @@ def draw_scene(layout, context):
         col.prop(s, "kappa")
     col.prop(s, "formulation")
     col.prop(s, "eps_v")
+    col.prop(s, "friction_mollifier")
     col.prop(s, "newton_tol")
     col.prop(s, "force_tol")
     col.prop(s, "max_newton_iters")

@@ -292,6 +292,29 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
             "friction limit creeps at c times this speed"
         ),
     )
+    friction_mollifier: EnumProperty(
+        name="Friction Mollifier",
+        description=(
+            "How the friction force grows with the slip speed below Friction \u03b5v, where "
+            "contacts hold (an advanced setting: it changes how sticking contacts creep, little else)"
+        ),
+        default="linear",
+        items=[
+            (
+                "linear",
+                "Linear",
+                "In proportion to the slip speed, reaching the friction limit at \u03b5v: a contact "
+                "using a fraction c of its limit creeps at c times \u03b5v. Newton converges fastest",
+            ),
+            (
+                "ipc",
+                "IPC",
+                "The curve of the IPC papers and ipc-toolkit, 2y/\u03b5 - (y/\u03b5)\u00b2: twice as "
+                "steep at rest, levelling off at \u03b5v. Results compare with the literature; "
+                "takes more Newton iterations",
+            ),
+        ],
+    )
     newton_tol: FloatProperty(
         name="Newton Tolerance",
         default=1e-2,

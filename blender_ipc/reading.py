@@ -329,6 +329,7 @@ def sim_params(scene, bodies_2d: list[np.ndarray]) -> SimParams:
         kappa=None if s.kappa_auto else s.kappa,
         formulation=s.formulation,
         eps_v=s.eps_v,
+        friction_mollifier=s.friction_mollifier,
         newton_tol=s.newton_tol,
         force_tol=s.force_tol,
         max_newton_iters=s.max_newton_iters,

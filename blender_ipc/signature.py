@@ -140,6 +140,11 @@ def _motion_signature(obj, h):
 # (a bake to frame 100 is the first 100 frames of a bake to frame 200, which Continue Bake
 # relies on; the start frame is an input, see _settings_items), statistics, keep-partial.
 _NOT_INPUTS = {"rna_type", "name", "keep_partial", "use_frame_range", "frame_start", "frame_end"}
+# Settings added after bakes were made, with the value that reproduces those bakes: hashed only
+# away from that value, so that a bake made before the setting existed stays current (and can be
+# continued), while changing the setting still marks the bake outdated.
+_LATER_SETTINGS = {"friction_mollifier": ("Friction Mollifier", "linear")}
+_LATER_DEFAULTS = {f"setting '{label}'": value for label, value in _LATER_SETTINGS.values()}
 
 
 def _settings_items(scene) -> list[tuple[str, str]]:
@@ -149,6 +154,8 @@ def _settings_items(scene) -> list[tuple[str, str]]:
     for name in sorted(settings.bl_rna.properties.keys()):
         if name not in _NOT_INPUTS and not name.startswith("stat_"):
             value = getattr(settings, name)
+            if name in _LATER_SETTINGS and value == _LATER_SETTINGS[name][1]:
+                continue
             if not isinstance(value, (str, int, float, bool)):
                 value = tuple(value)  # vector properties
             label = f"setting '{settings.bl_rna.properties[name].name or name}'"
@@ -229,6 +236,7 @@ def changed_inputs(old: dict, new: dict) -> list[str]:
     """What differs between two :func:`signature_parts`, in words: "setting 'Substeps' (4 -> 8)",
     "the mesh of 'Box'", "collider 'Lid' (new)", "body 'Ball' (gone)"."""
     roles = ("body '", "collider '", "obstacle '")
+    old, new = {**_LATER_DEFAULTS, **old}, {**_LATER_DEFAULTS, **new}  # left out at their default
     added = [label for label in new if label not in old]
     gone = [label for label in old if label not in new]
     # an object that came or went is named once, by its role

@@ -23,6 +23,7 @@ from . import simulation as _simulation
 from .collider_check import compact_ranges
 from .errors import ConvergenceError, SolverInputError
 from .examples import DEFAULT_STEPS, EXAMPLES
+from .friction import MOLLIFIERS
 from .scene_io import dumps_scene, load_scene, save_scene, scene_to_dict
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED = 0, 2, 3
@@ -276,9 +277,17 @@ def collider_overlaps(scene, stats):
     return lines
 
 
+def with_overrides(scene, args):
+    """The scene with the command line's parameter overrides (--friction-mollifier)."""
+    if args.friction_mollifier is None:
+        return scene
+    params = dataclasses.replace(scene.params, friction_mollifier=args.friction_mollifier)
+    return dataclasses.replace(scene, params=params)
+
+
 def cmd_run(args):
     _check_writable(args.out, "--out")
-    scene = load_scene(args.scene)
+    scene = with_overrides(load_scene(args.scene), args)
     return _simulate_and_write(scene, _steps(args, scene, 100), args.out, args)
 
 
@@ -317,7 +326,7 @@ def cmd_example(args):
     except (TypeError, ValueError) as exc:
         raise _BadInput(f"example {name!r}: {exc}") from None
     # Round trip through the JSON form so the run uses exactly what a saved file would hold.
-    scene = load_scene(scene_to_dict(scene))
+    scene = with_overrides(load_scene(scene_to_dict(scene)), args)
     if args.save_scene is not None:
         save_scene(scene, args.save_scene)
         if not args.quiet:
@@ -370,6 +379,13 @@ def _add_run_options(p):
         help="keep going when a step does not converge (exit code 3 at the end)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument(
+        "--friction-mollifier",
+        choices=tuple(MOLLIFIERS),
+        help="friction's static zone, overriding the scene's params.friction_mollifier: 'linear' "
+        "(force proportional to the slip speed below eps_v) or 'ipc' (the IPC papers' "
+        "f1 = 2y/eps - y^2/eps^2); the trajectory's scene_json records the one used",
+    )
 
 
 def build_parser():

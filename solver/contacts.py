@@ -16,7 +16,7 @@ from . import barrier
 from .arrays import sorted_unique
 from .broad_phase import candidates, edge_boxes, overlap_matrix, point_boxes
 from .distance import PP0, case_and_distance_sq, closest_point_parameter, point_edge_case
-from .friction import FrictionSet, tangent_weights
+from .friction import LINEAR, FrictionSet, tangent_weights
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,9 @@ def build_contact_set(model, stencils, kappa, dhat, formulation):
     )
 
 
-def pair_friction(model, cs, x, dhat):
-    """Frozen friction contacts of the point-edge barrier terms active at x."""
+def pair_friction(model, cs, x, dhat, mollifier=LINEAR):
+    """Frozen friction contacts of the point-edge barrier terms active at x,
+    with the static-zone profile mollifier (friction.MOLLIFIERS)."""
     if len(cs) == 0:
         return FrictionSet.empty(3)
     X = cs.gather(x)
@@ -105,7 +106,7 @@ def pair_friction(model, cs, x, dhat):
     gamma = np.stack([np.ones_like(r), r - 1.0, -r], axis=1)
     mu = np.sqrt(model.mu[idx[:, 0]] * model.mu[idx[:, 1]])
     mu_s = np.sqrt(model.mu_static[idx[:, 0]] * model.mu_static[idx[:, 1]])
-    return FrictionSet(idx, tangent_weights(gamma, t), mu * lam, mu_s * lam)
+    return FrictionSet(idx, tangent_weights(gamma, t), mu * lam, mu_s * lam, mollifier)
 
 
 def plane_pairs(model):
@@ -113,7 +114,7 @@ def plane_pairs(model):
     return model.plane_pairs
 
 
-def plane_friction(model, x, kappa, dhat):
+def plane_friction(model, x, kappa, dhat, mollifier=LINEAR):
     pts, pl = plane_pairs(model)
     if len(pts) == 0:
         return FrictionSet.empty(1)
@@ -128,4 +129,5 @@ def plane_friction(model, x, kappa, dhat):
     t = np.stack([-normal[:, 1], normal[:, 0]], axis=1)
     mu = np.sqrt(model.mu[pts] * model.plane_mu[pl])
     mu_s = np.sqrt(model.mu_static[pts] * model.plane_mu[pl])
-    return FrictionSet(pts[:, None], tangent_weights(np.ones((len(pts), 1)), t), mu * lam, mu_s * lam)
+    w = tangent_weights(np.ones((len(pts), 1)), t)
+    return FrictionSet(pts[:, None], w, mu * lam, mu_s * lam, mollifier)

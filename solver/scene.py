@@ -124,6 +124,14 @@ class SimParams:
     eps_v: friction smoothing velocity [m/s]: below it the friction force
         grows linearly with the slip speed, so a contact using a fraction c
         of its friction limit creeps at c * eps_v.
+    friction_mollifier: the friction force's profile below eps_v (the static
+        zone): 'linear' (the default: the force grows linearly with the slip
+        speed, see above) or 'ipc' (the IPC papers' and ipc-toolkit's
+        mollifier f1(y) = 2y/eps - y^2/eps^2, eps = eps_v dt: the force rises
+        twice as steeply at zero slip and flattens into mu lambda at eps_v, so
+        a contact using a fraction c of its limit creeps at
+        (1 - sqrt(1 - c)) * eps_v; Newton converges more slowly near the
+        friction limit).  See solver.friction.
     newton_tol: Newton converges when ||dx||_inf / dt < newton_tol [m/s] and
         the forces balance (force_tol).
     force_tol: ... and when every body's net force and torque are below
@@ -144,6 +152,7 @@ class SimParams:
     kappa: float | None = 1e5
     formulation: str = "original"
     eps_v: float = 1e-3
+    friction_mollifier: str = "linear"
     newton_tol: float = 1e-2
     force_tol: float = 1e-3
     max_newton_iters: int = 100

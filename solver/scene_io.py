@@ -448,6 +448,7 @@ def _parse_params(data, path):
         _fail(p("kappa"), f"expected a number > 0, null or 'auto', got {_describe(kappa)}")
     dt, dhat = data.get("dt", d.dt), data.get("dhat", d.dhat)
     formulation = _string(data.get("formulation", d.formulation), p("formulation"))
+    mollifier = _string(data.get("friction_mollifier", d.friction_mollifier), p("friction_mollifier"))
     eps_v, tol = data.get("eps_v", d.eps_v), data.get("newton_tol", d.newton_tol)
     force_tol, iters = data.get("force_tol", d.force_tol), data.get("max_newton_iters", d.max_newton_iters)
     gravity = _vec2(data.get("gravity", list(d.gravity)), p("gravity"))
@@ -459,6 +460,7 @@ def _parse_params(data, path):
         kappa=kappa,
         formulation=formulation,
         eps_v=eps_v,
+        friction_mollifier=mollifier,
         newton_tol=tol,
         force_tol=force_tol,
         max_newton_iters=iters,
@@ -552,6 +554,7 @@ def _params_to_dict(p):
         "kappa": None if p.kappa is None else float(p.kappa),
         "formulation": p.formulation,
         "eps_v": float(p.eps_v),
+        "friction_mollifier": p.friction_mollifier,
         "newton_tol": float(p.newton_tol),
         "force_tol": float(p.force_tol),
         "max_newton_iters": int(p.max_newton_iters),

@@ -31,7 +31,7 @@ from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
 from .errors import ConvergenceError
-from .friction import FrictionSet
+from .friction import MOLLIFIERS, FrictionSet
 from .linalg import BandOrdering
 from .model import build_model
 from .newton import Newton
@@ -173,6 +173,7 @@ class Simulation:
             if self.kappa_auto and not self.kappa_balanced:
                 self.kappa_balanced = self._balance_kappa(x_prev, x_tilde, fric_cs)
                 fric_cs = self._contact_set(x_prev, x_prev)
+            mollifier = MOLLIFIERS[p.friction_mollifier]
             consts = {
                 "h": h,
                 "dhat": p.dhat,
@@ -182,8 +183,8 @@ class Simulation:
                 "x_prev": x_prev,
                 "target": target,
                 "pen_mass": pen_mass,
-                "pair_friction": pair_friction(m, fric_cs, x_prev, p.dhat),
-                "plane_friction": plane_friction(m, x_prev, self.kappa, p.dhat),
+                "pair_friction": pair_friction(m, fric_cs, x_prev, p.dhat, mollifier),
+                "plane_friction": plane_friction(m, x_prev, self.kappa, p.dhat, mollifier),
             }
             x, penalty = self._prescribed.first_round(x_prev, target)
             fixed, penalized = self._prescribed.masks(penalty.pending)

@@ -21,10 +21,12 @@ from .broad_phase import candidates, edge_boxes
 from .contacts import candidate_stencils
 from .distance import distance_sq, point_edge_case
 from .errors import SolverInputError
+from .friction import MOLLIFIERS
 from .geometry import boundary_edges, edge_use, points_in_triangles, segments_intersect, signed_areas
 
 FORMULATIONS = ("original", "convergent")
 LINEAR_SOLVERS = ("auto", "scipy", "numpy")
+FRICTION_MOLLIFIERS = tuple(MOLLIFIERS)
 DEGENERATE_AREA_REL = 1e-12  # a triangle this small (x the body's size squared) has zero area
 ZERO_EDGE_REL = 1e-12  # a collider edge this short (x (1 + its largest coordinate)) has none
 
@@ -147,6 +149,7 @@ def check_params(p, naming=LIBRARY):
         check_number(place, "kappa", p.kappa, lo=0, lo_open=True)
     _choice(place, "formulation", p.formulation, FORMULATIONS)
     check_number(place, "eps_v", p.eps_v, lo=0, lo_open=True)
+    _choice(place, "friction_mollifier", p.friction_mollifier, FRICTION_MOLLIFIERS)
     check_number(place, "newton_tol", p.newton_tol, lo=0, lo_open=True)
     check_number(place, "force_tol", p.force_tol, lo=0, lo_open=True)
     iters = p.max_newton_iters

@@ -182,6 +182,64 @@ def test_no_strict_flag_and_unconverged_steps_exit_3(fake_simulate, tmp_path, ca
     assert "did not converge (first: step 2)" in capsys.readouterr().err
 
 
+def test_friction_mollifier_flag_overrides_the_scene_and_is_recorded(fake_simulate, tmp_path):
+    scene_path, out = tmp_path / "s.json", tmp_path / "t.npz"
+    save_scene(free_fall(), scene_path)
+    assert cli.main(["run", str(scene_path), "-o", str(out), "--steps", "2", "-q"]) == 0
+    assert fake_simulate.calls[-1][0].params.friction_mollifier == "linear"  # the scene's (default)
+    argv = ["run", str(scene_path), "-o", str(out), "--steps", "2", "--friction-mollifier", "ipc", "-q"]
+    assert cli.main(argv) == 0
+    assert fake_simulate.calls[-1][0].params.friction_mollifier == "ipc"
+    with np.load(out) as z:  # the trajectory's scene is the one simulated
+        assert json.loads(str(z["scene_json"]))["params"]["friction_mollifier"] == "ipc"
+    # a scene asking for ipc keeps it without the flag, and the flag can set it back
+    data = scene_to_dict(free_fall())
+    data["params"]["friction_mollifier"] = "ipc"
+    scene_path.write_text(json.dumps(data))
+    assert cli.main(["run", str(scene_path), "-o", str(out), "--steps", "2", "-q"]) == 0
+    assert fake_simulate.calls[-1][0].params.friction_mollifier == "ipc"
+    argv[-2] = "linear"
+    assert cli.main(argv) == 0
+    assert fake_simulate.calls[-1][0].params.friction_mollifier == "linear"
+
+
+def test_friction_mollifier_flag_on_an_example_reaches_the_saved_scene(fake_simulate, tmp_path):
+    path = tmp_path / "slope.json"
+    argv = ["example", "block-on-slope", "--friction-mollifier", "ipc", "--save-scene", str(path), "-q"]
+    assert cli.main(argv) == 0
+    assert load_scene(path).params.friction_mollifier == "ipc"
+
+
+def test_friction_mollifier_flag_refuses_other_names(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "s.json", "-o", "t.npz", "--friction-mollifier", "cubic"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'cubic'" in capsys.readouterr().err
+
+
+def test_friction_mollifier_flag_changes_a_real_run(tmp_path):
+    """The block on the slope (tan theta < mu: it sticks, creeping at its static law)
+    moves differently with the ipc profile: the flag reaches the solver."""
+    runs = {}
+    for name in ("linear", "ipc"):
+        out = tmp_path / f"{name}.npz"
+        argv = [
+            "example",
+            "block-on-slope",
+            "--steps",
+            "40",
+            "--friction-mollifier",
+            name,
+            "-o",
+            str(out),
+            "-q",
+        ]
+        assert cli.main(argv) == 0
+        with np.load(out) as z:
+            runs[name] = z["positions"]
+    assert np.abs(runs["ipc"] - runs["linear"]).max() > 1e-7
+
+
 def test_convergence_error_exit_3(monkeypatch, tmp_path, capsys):
     def boom(scene, n_steps, progress=None):
         raise ConvergenceError("Newton cap of 1 iterations hit", step=7)

@@ -2,12 +2,15 @@
 (issue 11): a user cannot be expected to tune newton_tol below eps_v, so
 every check here runs with SimParams' own newton_tol and force_tol, for both
 time steps an artist picks most (100 Hz, 4 substeps at 24 fps) and both
-friction smoothings (eps_v = 1e-4 and 1e-3 m/s).
+friction smoothings (eps_v = 1e-4 and 1e-3 m/s), with both friction
+mollifiers (SimParams.friction_mollifier: 'linear', the default, and 'ipc').
 
 * a block on a slope slides with a = g (sin theta - mu cos theta) (within
   2 %) when tan theta > mu; when it sticks it creeps less than eps_v t, and
-  at (tan theta / mu) eps_v once settled (within 2 %): the static friction
-  force grows linearly with the slip speed up to mu lambda at eps_v;
+  at its static law once settled (within 2 %): the static friction force
+  is mu lambda f1(|v| / eps_v) up to mu lambda at eps_v, so holding a share
+  c = tan theta / mu of the limit takes |v| = c eps_v with the linear
+  f1(r) = r and (1 - sqrt(1 - c)) eps_v with the ipc f1(r) = 2r - r^2;
 * a block pushed along flat ground stops after the implicit-Euler distance
   (within 2 %);
 * a stack of three squares rests with a ground reaction equal to its weight
@@ -15,7 +18,7 @@ friction smoothings (eps_v = 1e-4 and 1e-3 m/s).
 
 Scenes are built here from invariants.grid_square; reference values come
 from the formulas, never from the solver.  Tables of the measured values:
-``python3 -m tests.solver.test_friction_closed_forms``.
+``python3 -m tests.solver.test_friction_closed_forms [linear|ipc]``.
 """
 
 import dataclasses
@@ -37,6 +40,7 @@ SMOOTHING = (1e-4, 1e-3)
 THETAS = (20.0, 35.0, 50.0)
 MUS = (0.1, 0.2, 0.5)
 STICKING = [(th, mu) for th in THETAS for mu in MUS if math.tan(math.radians(th)) < mu]
+MOLLIFIERS = ("linear", "ipc")
 
 
 GAP = 1.5 * SimParams().dhat  # the blocks start this far above what they land on
@@ -53,12 +57,12 @@ def _block(center, angle=0.0, mu=0.5, velocity=(0.0, 0.0), name="block"):
     return Body(name, v, t, Material(E=1e6, nu=0.3, density=DENSITY, mu=mu), velocity=np.asarray(velocity))
 
 
-def slope_track(theta_deg, mu, dt, eps_v, duration=0.8):
+def slope_track(theta_deg, mu, dt, eps_v, mollifier="linear", duration=0.8):
     """Up-slope coordinate of the block's centroid after every step, (steps,)."""
     th = math.radians(theta_deg)
     c, s = math.cos(th), math.sin(th)
     scene = slope_scene(th, mu, dhat=SimParams().dhat, eps_v=eps_v)
-    scene = dataclasses.replace(scene, params=_params(dt, eps_v))
+    scene = dataclasses.replace(scene, params=_params(dt, eps_v, friction_mollifier=mollifier))
     sim = Simulation(scene)
     up = np.array([c, s])
     return np.array(
@@ -66,21 +70,21 @@ def slope_track(theta_deg, mu, dt, eps_v, duration=0.8):
     )
 
 
-def sliding_acceleration(theta_deg, mu, dt, eps_v):
+def sliding_acceleration(theta_deg, mu, dt, eps_v, mollifier="linear"):
     """Down-slope acceleration fitted after landing and settling (t > 0.2 s)."""
-    track = slope_track(theta_deg, mu, dt, eps_v)
+    track = slope_track(theta_deg, mu, dt, eps_v, mollifier)
     t = dt * np.arange(1, len(track) + 1)
     late = t > 0.2
     return -2.0 * np.polyfit(t[late], track[late], 2)[0]
 
 
-def stopping_distance(mu, v0, dt, eps_v):
+def stopping_distance(mu, v0, dt, eps_v, mollifier="linear"):
     """Distance a block resting on flat ground slides after it is given the
     velocity v0 (it settles at rest first, so the normal force is its weight)."""
     scene = Scene(
         bodies=(_block((0.0, 0.5 * SIDE + GAP), mu=mu),),
         half_planes=(HalfPlane((0.0, 0.0), (0.0, 1.0), mu, "ground"),),
-        params=_params(dt, eps_v),
+        params=_params(dt, eps_v, friction_mollifier=mollifier),
     )
     sim = Simulation(scene)
     for _ in range(round(0.3 / dt)):
@@ -99,14 +103,14 @@ def implicit_euler_stopping_distance(mu, v0, dt):
     return dt * (n * v0 - a * dt * n * (n + 1) / 2.0)
 
 
-def stack_reaction(dt, eps_v):
+def stack_reaction(dt, eps_v, mollifier="linear"):
     """(ground reaction [N], weight [N]) of three stacked squares after 1 s."""
     gap = GAP
     bodies = tuple(_block((0.0, gap + (k + 0.5) * SIDE + k * gap), name=f"square{k}") for k in range(3))
     scene = Scene(
         bodies=bodies,
         half_planes=(HalfPlane((0.0, 0.0), (0.0, 1.0), 0.5, "ground"),),
-        params=_params(dt, eps_v),
+        params=_params(dt, eps_v, friction_mollifier=mollifier),
     )
     sim = Simulation(scene)
     for _ in range(round(1.0 / dt)):
@@ -120,63 +124,75 @@ def stack_reaction(dt, eps_v):
     return float(force.sum()), weight
 
 
+@pytest.mark.parametrize("mollifier", MOLLIFIERS)
 @pytest.mark.parametrize("dt", STEPS)
 @pytest.mark.parametrize("eps_v", SMOOTHING)
 @pytest.mark.parametrize(
     "theta, mu", [(th, mu) for th in THETAS for mu in MUS if math.tan(math.radians(th)) > mu]
 )
-def test_slope_sliding_acceleration_within_2_percent(theta, mu, dt, eps_v):
+def test_slope_sliding_acceleration_within_2_percent(theta, mu, dt, eps_v, mollifier):
     exact = G * (math.sin(math.radians(theta)) - mu * math.cos(math.radians(theta)))
-    assert sliding_acceleration(theta, mu, dt, eps_v) == pytest.approx(exact, rel=0.02)
+    assert sliding_acceleration(theta, mu, dt, eps_v, mollifier) == pytest.approx(exact, rel=0.02)
 
 
+@pytest.mark.parametrize("mollifier", MOLLIFIERS)
 @pytest.mark.parametrize("dt", STEPS)
 @pytest.mark.parametrize("eps_v", SMOOTHING)
 @pytest.mark.parametrize("theta, mu", STICKING)
-def test_slope_sticking_drifts_less_than_eps_v_t(theta, mu, dt, eps_v):
-    track = slope_track(theta, mu, dt, eps_v)
+def test_slope_sticking_drifts_less_than_eps_v_t(theta, mu, dt, eps_v, mollifier):
+    track = slope_track(theta, mu, dt, eps_v, mollifier)
     settled = round(0.2 / dt)
     t = dt * (len(track) - settled)
     # smooth static friction lets a stuck block creep below eps_v
     assert np.abs(track[settled:] - track[settled]).max() < eps_v * t
 
 
-def creep_speed(theta_deg, mu, dt, eps_v):
+def creep_speed(theta_deg, mu, dt, eps_v, mollifier="linear"):
     """Down-slope speed of a sticking block over the last 0.1 s of slope_track [m/s]."""
-    track = slope_track(theta_deg, mu, dt, eps_v)
+    track = slope_track(theta_deg, mu, dt, eps_v, mollifier)
     last = round(0.1 / dt)
     return float(track[-1 - last] - track[-1]) / (last * dt)
 
 
+@pytest.mark.parametrize("mollifier", MOLLIFIERS)
 @pytest.mark.parametrize("dt", STEPS)
 @pytest.mark.parametrize("eps_v", SMOOTHING)
 @pytest.mark.parametrize("theta, mu", STICKING)
-def test_slope_sticking_creeps_at_the_static_law(theta, mu, dt, eps_v):
-    # below eps_v the friction force is mu lambda |v| / eps_v: holding the block
-    # (m g sin theta against mu m g cos theta) takes |v| = (tan theta / mu) eps_v
+def test_slope_sticking_creeps_at_the_static_law(theta, mu, dt, eps_v, mollifier):
     assert STICKING
-    expected = math.tan(math.radians(theta)) / mu * eps_v
-    assert creep_speed(theta, mu, dt, eps_v) == pytest.approx(expected, rel=0.02)
+    expected = static_law_speed(math.tan(math.radians(theta)) / mu, mollifier) * eps_v
+    assert creep_speed(theta, mu, dt, eps_v, mollifier) == pytest.approx(expected, rel=0.02)
 
 
+def static_law_speed(c, mollifier):
+    """The slip speed, in units of eps_v, at which the static friction force is
+    the share c < 1 of its limit mu lambda: holding the block (m g sin theta
+    against mu m g cos theta) takes c = tan theta / mu.  f1(r) = c solved for r:
+    linear r = c; ipc 2r - r^2 = c, r = 1 - sqrt(1 - c) (the root below 1)."""
+    return c if mollifier == "linear" else 1.0 - math.sqrt(1.0 - c)
+
+
+@pytest.mark.parametrize("mollifier", MOLLIFIERS)
 @pytest.mark.parametrize("dt", STEPS)
 @pytest.mark.parametrize("eps_v", SMOOTHING)
 @pytest.mark.parametrize("mu", [0.2, 0.5])
-def test_stopping_distance_within_2_percent_of_implicit_euler(mu, dt, eps_v):
+def test_stopping_distance_within_2_percent_of_implicit_euler(mu, dt, eps_v, mollifier):
     v0 = 1.0
-    assert stopping_distance(mu, v0, dt, eps_v) == pytest.approx(
+    assert stopping_distance(mu, v0, dt, eps_v, mollifier) == pytest.approx(
         implicit_euler_stopping_distance(mu, v0, dt), rel=0.02
     )
 
 
+@pytest.mark.parametrize("mollifier", MOLLIFIERS)
 @pytest.mark.parametrize("dt", STEPS)
 @pytest.mark.parametrize("eps_v", SMOOTHING)
-def test_stack_ground_reaction_equals_weight(dt, eps_v):
-    reaction, weight = stack_reaction(dt, eps_v)
+def test_stack_ground_reaction_equals_weight(dt, eps_v, mollifier):
+    reaction, weight = stack_reaction(dt, eps_v, mollifier)
     assert reaction == pytest.approx(weight, rel=1e-3)
 
 
-def _tables():
+def _tables(mollifier="linear"):
+    print(f"friction_mollifier = {mollifier!r}\n")
     print("| theta | mu | dt | eps_v | a measured | a exact | error |\n|---|---|---|---|---|---|---|")
     for th in THETAS:
         for mu in MUS:
@@ -184,36 +200,38 @@ def _tables():
                 for eps_v in SMOOTHING:
                     exact = G * (math.sin(math.radians(th)) - mu * math.cos(math.radians(th)))
                     if math.tan(math.radians(th)) > mu:
-                        a = sliding_acceleration(th, mu, dt, eps_v)
+                        a = sliding_acceleration(th, mu, dt, eps_v, mollifier)
                         err = f"{100 * (a / exact - 1):+.2f} %"
                         print(f"| {th:g} | {mu:g} | {dt:.4g} | {eps_v:g} | {a:.4f} | {exact:.4f} | {err} |")
                     else:
-                        track = slope_track(th, mu, dt, eps_v)
+                        track = slope_track(th, mu, dt, eps_v, mollifier)
                         k = round(0.2 / dt)
                         drift = np.abs(track[k:] - track[k]).max()
                         limit = eps_v * dt * (len(track) - k)
                         row = f"| {th:g} | {mu:g} | {dt:.4g} | {eps_v:g}"
-                        creep, law = creep_speed(th, mu, dt, eps_v), math.tan(math.radians(th)) / mu * eps_v
+                        creep = creep_speed(th, mu, dt, eps_v, mollifier)
+                        law = static_law_speed(math.tan(math.radians(th)) / mu, mollifier) * eps_v
                         print(
                             f"{row} | sticks: drift {drift:.2e} m, creep {creep:.4e} m/s "
-                            f"| < {limit:.1e} m, (tan/mu) eps_v {law:.4e} m/s "
+                            f"| < {limit:.1e} m, static law {law:.4e} m/s "
                             f"| {100 * (creep / law - 1):+.2f} % |"
                         )
     print("\n| mu | dt | eps_v | distance | implicit Euler | error |\n|---|---|---|---|---|---|")
     for mu in (0.2, 0.5):
         for dt in STEPS:
             for eps_v in SMOOTHING:
-                d, ref = stopping_distance(mu, 1.0, dt, eps_v), implicit_euler_stopping_distance(mu, 1.0, dt)
+                d = stopping_distance(mu, 1.0, dt, eps_v, mollifier)
+                ref = implicit_euler_stopping_distance(mu, 1.0, dt)
                 print(
                     f"| {mu:g} | {dt:.4g} | {eps_v:g} | {d:.5f} | {ref:.5f} | {100 * (d / ref - 1):+.2f} % |"
                 )
     print("\n| dt | eps_v | ground reaction [N] | weight [N] | error |\n|---|---|---|---|---|")
     for dt in STEPS:
         for eps_v in SMOOTHING:
-            r, w = stack_reaction(dt, eps_v)
+            r, w = stack_reaction(dt, eps_v, mollifier)
             print(f"| {dt:.4g} | {eps_v:g} | {r:.5f} | {w:.5f} | {100 * (r / w - 1):+.4f} % |")
 
 
 if __name__ == "__main__":
     sys.path.insert(0, "tests/solver")
-    _tables()
+    _tables(*sys.argv[1:])

@@ -94,6 +94,7 @@ def rich():
             "kappa": None,
             "formulation": "convergent",
             "eps_v": 1e-4,
+            "friction_mollifier": "ipc",
             "newton_tol": 1e-3,
             "max_newton_iters": 50,
             "gravity": [0, -1.62],
@@ -158,6 +159,7 @@ def test_rich_scene_fields():
         kappa=None,
         formulation="convergent",
         eps_v=1e-4,
+        friction_mollifier="ipc",
         newton_tol=1e-3,
         max_newton_iters=50,
         gravity=(0.0, -1.62),
@@ -393,6 +395,11 @@ BAD = [
         "fancy",
         "params.formulation: expected one of 'original', 'convergent', got 'fancy'",
     ),
+    (
+        ("params", "friction_mollifier"),
+        "cubic",
+        "params.friction_mollifier: expected one of 'linear', 'ipc', got 'cubic'",
+    ),
     (("params", "dt"), 0.0, "params.dt: expected a number > 0, got 0.0"),
     (("params", "dhat"), -1e-3, "params.dhat: expected a number > 0"),
     (("params", "kappa"), 0, "params.kappa: expected a number > 0, got 0"),
@@ -507,6 +514,7 @@ def random_scenes(draw):
         dt=draw(st.floats(1e-5, 0.1)),
         kappa=draw(st.one_of(st.none(), st.floats(1.0, 1e9))),
         formulation=draw(st.sampled_from(["original", "convergent"])),
+        friction_mollifier=draw(st.sampled_from(["linear", "ipc"])),
         gravity=(draw(finite), draw(finite)),
     )
     return Scene(tuple(bodies), tuple(cols), (HalfPlane((0.0, -1.0), (0.0, 1.0), 0.3, "g"),), params)
