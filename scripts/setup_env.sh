@@ -2,7 +2,7 @@
 # Create (or reuse) the environments that `make test` and `make demo` need.
 #
 #   scripts/setup_env.sh np2        .venv-np2: numpy 2.x + scipy + pytest + hypothesis (solver suite)
-#                                              + ruff (make lint)
+#                                              + ruff (make lint) + openjd-cli (farm leg)
 #   scripts/setup_env.sh bpy        .venv:     bpy==5.0.1 (pins numpy<2) + scipy + pytest + hypothesis
 #   scripts/setup_env.sh blender    Debian's `blender` (3.4) with python3-numpy/python3-scipy
 #
@@ -68,12 +68,15 @@ ensure_venv() {
 
 setup_np2() {
     local reqs
-    mapfile -t reqs < <(extras solver tests lint)
+    mapfile -t reqs < <(extras solver tests lint farm)
     # numpy 2.x explicitly: this venv exists to exercise the solver under numpy 2. It also holds
-    # the pinned ruff of `make lint` (the check finds its executable next to the interpreter).
+    # the pinned ruff of `make lint` and the openjd-cli of the farm leg (the check finds their
+    # executables next to the interpreter).
     local check='import numpy, scipy, pytest, hypothesis, os, sys
 assert int(numpy.__version__.split(".")[0]) >= 2, numpy.__version__
-assert os.access(os.path.join(os.path.dirname(sys.executable), "ruff"), os.X_OK), "no ruff"'
+bin = os.path.dirname(sys.executable)
+assert os.access(os.path.join(bin, "ruff"), os.X_OK), "no ruff"
+assert os.access(os.path.join(bin, "openjd"), os.X_OK), "no openjd"'
     ensure_venv .venv-np2 "$check" "${reqs[@]}" "numpy>=2,<3"
 }
 
