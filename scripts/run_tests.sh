@@ -13,6 +13,10 @@
 #   addon-debian    scripts/test_blender_debian.sh: Debian's `blender -b` (3.4) with the built zip
 #   gui             tests/gui/run_gui_tests.sh: Debian's blender GUI under Xvfb (modal bake, Esc,
 #                   Cancel, undo); installs xvfb with apt-get when run as root
+#   farm            tests/farm with pytest (.venv-np2, which holds openjd-cli): the Open Job
+#                   Description template run by `openjd run` with Debian's blender (bake, then
+#                   Workbench renders), the Flamenco job type, and the headless bake's clean exit
+#                   in blender 3.4 and the bpy 5.0.1 wheel (.venv)
 #
 # A leg fails when its command fails or times out, when pytest collects no tests (exit code 5,
 # or zero tests in the JUnit report), and when any test was skipped (a skipped test is not a
@@ -23,7 +27,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-ALL_LEGS=(lint solver-np2 solver-np1 addon-bpy addon-debian gui)
+ALL_LEGS=(lint solver-np2 solver-np1 addon-bpy addon-debian gui farm)
 LEG_TIMEOUT="${LEG_TIMEOUT:-900}"
 ALLOW_SKIPS="${ALLOW_SKIPS:-0}"
 RESULTS=out/test-results
@@ -140,9 +144,9 @@ lint_run() {
 export -f lint_run
 
 T_START=$SECONDS
-if wants lint || wants solver-np2; then setup_step np2 np2; fi
-if wants solver-np1 || wants addon-bpy; then setup_step bpy bpy; fi
-if wants addon-debian || wants gui; then setup_step blender blender; fi
+if wants lint || wants solver-np2 || wants farm; then setup_step np2 np2; fi
+if wants solver-np1 || wants addon-bpy || wants farm; then setup_step bpy bpy; fi
+if wants addon-debian || wants gui || wants farm; then setup_step blender blender; fi
 
 if wants lint; then
     if [[ -n "${READY[np2]:-}" ]]; then run_step lint - bash -c lint_run
@@ -183,12 +187,19 @@ if wants gui; then
     elif [[ ! -f "$GUI_RUNNER" ]]; then not_run gui "$GUI_RUNNER is missing"
     else run_step gui - bash "$GUI_RUNNER"; fi
 fi
+if wants farm; then
+    if [[ -z "${READY[np2]:-}" || -z "${READY[bpy]:-}" || -z "${READY[blender]:-}" ]]; then
+        not_run farm "setup of np2, bpy or blender failed"
+    else
+        pytest_leg farm .venv-np2 tests/farm
+    fi
+fi
 
 banner "summary ($((SECONDS - T_START)) s total)"
 printf '%s\n' "${SUMMARY[@]}"
 # Tests outside the legs' folders would silently never run: name them.
 for dir in $(find tests -name 'test_*.py' -printf '%h\n' 2>/dev/null | cut -d/ -f1-2 | sort -u); do
-    case " ${SOLVER_DIRS[*]} tests/addon " in *" $dir "*) ;; *)
+    case " ${SOLVER_DIRS[*]} tests/addon tests/farm " in *" $dir "*) ;; *)
         echo "NOTE: $dir has test files that no leg runs (add a leg in scripts/run_tests.sh)" ;;
     esac
 done
