@@ -134,7 +134,7 @@ class Newton:
             cs = self.contact_set(x)
         min_alpha = 1.0
         # per friction contact: iterations left with the majorizing curvature
-        majorize = (np.zeros(len(ip.c.pair_friction), int), np.zeros(len(ip.c.plane_friction), int))
+        majorize = tuple(np.zeros(len(fs), int) for fs in ip.friction_sets)
         # The exact Hessian until it fails to be positive definite, unless it was
         # shown indefinite at the last solve's start: a step starts at the inertial
         # prediction, far from its solution, where a pile's exact Hessian stays
@@ -338,22 +338,19 @@ def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, project=Fa
     Newton step is returned: a partial correction measured worse than none.
     After REGIME_ROUNDS rounds the last one's step is kept.
     """
-    c = ip.c
-    sets = [
-        (fs, m > 0) for fs, m in zip((c.pair_friction, c.plane_friction), majorize, strict=True) if len(fs)
-    ]
+    sets = [(fs, m > 0) for fs, m in zip(ip.friction_sets, majorize, strict=True) if len(fs)]
     if not sets:
         return dx
-    disp = x - c.x_prev
+    disp = ip.displacement(x)
     slips = [friction.slip(fs, disp) for fs, _ in sets]
-    at_x = [friction.regime(u, c.eps) for u in slips]
+    at_x = [friction.regime(u, ip.eps) for u in slips]
     pieces = [r.copy() for r in at_x]
     flips = [np.zeros(len(r), np.int8) for r in at_x]
     step = dx
     for _ in range(REGIME_ROUNDS):
         changed = False
         for (fs, held), u, piece, flip in zip(sets, slips, pieces, flips, strict=True):
-            lands = friction.regime(u + friction.slip(fs, step), c.eps)
+            lands = friction.regime(u + friction.slip(fs, step), ip.eps)
             moved = (lands != piece) & ~held
             if moved.any():
                 changed = True
@@ -401,7 +398,7 @@ def _woodbury_step(ip, g, factor, fixed_dof, sets, slips, at_x, pieces, project=
     columns are built: on a pile they would be N x hundreds) or the update
     is singular."""
     n = len(g)
-    dg, bends = piece_update(ip.c, n, sets, slips, at_x, pieces, project)
+    dg, bends = piece_update(ip, n, sets, slips, at_x, pieces, project)
     if sum(len(dc) for _, _, dc in bends) > REGIME_MAX_CONTACTS:
         return None
     free = ~fixed_dof
@@ -409,23 +406,24 @@ def _woodbury_step(ip, g, factor, fixed_dof, sets, slips, at_x, pieces, project=
     return woodbury_solve(factor, -np.where(free, g + dg, 0.0), W * free[:, None], curvature)
 
 
-def piece_update(consts, n, sets, slips, at_x, pieces, project=False):
+def piece_update(ip, n, sets, slips, at_x, pieces, project=False):
     """How the incremental potential's gradient and Hessian change when the
     friction contacts whose piece (pieces, per set (m,)) differs from the
     one at x (at_x) are modelled on it: (dg (n,), bends), the Hessian
     changing by dc w w^T for each (dofs (k, 2s), w (k, 2s), dc (k,)) in
     bends, one row per contact whose curvature changes (h^2-scaled).  sets:
     (FrictionSet, majorized mask) pairs; slips: their slips at x; project:
-    curvatures clamped at zero on both sides, as in the projected Hessian."""
-    h2 = consts.h * consts.h
+    curvatures clamped at zero on both sides, as in the projected Hessian;
+    ip: anything with the step's h and eps (the potential)."""
+    h2 = ip.h * ip.h
     dg = np.zeros(n)
     bends = []
     for (fs, _), u, here, piece in zip(sets, slips, at_x, pieces, strict=True):
         other = piece != here
         if not other.any():
             continue
-        f_piece, c_piece = friction.piece_force_curvature(fs, other, u[other], piece[other], consts.eps)
-        f_here, c_here = friction.force_curvature(fs, other, u[other], consts.eps)
+        f_piece, c_piece = friction.piece_force_curvature(fs, other, u[other], piece[other], ip.eps)
+        f_here, c_here = friction.force_curvature(fs, other, u[other], ip.eps)
         if project:
             c_piece, c_here = np.maximum(c_piece, 0.0), np.maximum(c_here, 0.0)
         w, dofs = fs.w[other], fs.dofs[other]
@@ -531,9 +529,8 @@ def vertex_imbalance(g, acting, ip, g_ref):
     flight has no other force).  0.01 means every vertex's forces balance to
     1 % of the forces acting on it.
     """
-    c = ip.c
     net = np.hypot(g[0::2], g[1::2])
-    scale = np.hypot(acting[0::2], acting[1::2]) + c.pen_mass * g_ref * c.h * c.h
+    scale = np.hypot(acting[0::2], acting[1::2]) + ip.vertex_weight(g_ref)
     return float(np.max(net / scale, initial=0.0))
 
 
@@ -549,14 +546,13 @@ def body_imbalance(g, ip, x, g_ref):
     of g: the acceleration of its centre is off by at most that fraction of
     g + |a - g|.  g (2N,) (fixed DOFs zeroed), x (N, 2).
     """
-    m, c = ip.m, ip.c
-    nb = len(m.body_slices)
+    nb = ip.n_bodies
     if nb == 0:
         return 0.0
-    on = ~m.is_collider  # body vertices: their owner (bodies come first) is their body
-    b, xb = m.owner[on], x[on]
+    on = ip.vertex_body >= 0  # body vertices
+    b, xb = ip.vertex_body[on], x[on]
     gx, gy = g[0::2][on], g[1::2][on]
-    s = (m.mass * (g_ref * c.h * c.h + np.hypot(*(x - c.x_tilde).T)))[on]
+    s = ip.inertial_scale(x, g_ref)[on]
     total = np.bincount(b, s, nb)
     force = np.hypot(np.bincount(b, gx, nb), np.bincount(b, gy, nb))
     centre = np.stack([np.bincount(b, s * xb[:, k], nb) for k in (0, 1)], axis=1) / total[:, None]

@@ -15,7 +15,6 @@ import numpy as np
 
 from . import barrier, ccd, elasticity
 from . import checkpoint as _checkpoint
-from .assembly import Triplets
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
@@ -279,9 +278,7 @@ class Simulation:
                 plane_friction=FrictionSet.empty(1),
             ),
         )
-        T = Triplets(2 * m.n)
-        ip._barrier_terms(T, x, unit)
-        g_b = T.grad
+        g_b = ip.barrier_gradient(x, unit)
         if not np.any(g_b):
             return False
         free = ~np.repeat(m.is_collider, 2)

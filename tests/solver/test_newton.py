@@ -27,7 +27,7 @@ def test_triplets_magnitude_sums_the_absolute_terms():
 def test_vertex_imbalance_is_net_over_acting_plus_weight():
     h, g_ref = 0.01, 9.81
     mass = np.array([2.0, 3.0])
-    ip = types.SimpleNamespace(c=types.SimpleNamespace(h=h, pen_mass=mass))
+    ip = types.SimpleNamespace(vertex_weight=lambda g_ref: mass * g_ref * h * h)
     g = np.array([3.0, 4.0, 0.0, 1e-9])  # net forces 5 and 1e-9 (IP units)
     acting = np.array([30.0, 40.0, 0.0, 0.0])  # 50 acting on vertex 0, nothing on vertex 1
     expected = max(5.0 / (50.0 + 2.0 * g_ref * h * h), 1e-9 / (3.0 * g_ref * h * h))
@@ -36,19 +36,21 @@ def test_vertex_imbalance_is_net_over_acting_plus_weight():
 
 
 def _two_bodies(h=0.01):
-    """A namespace standing in for an IncrementalPotential: body 0 = vertices
-    0-2, body 1 = vertices 3-4, vertex 5 a collider; x = x~ (free flight), so
-    each body vertex's scale is its weight, s_i = m_i g h^2."""
+    """A namespace standing in for an IncrementalPotential (what Newton reads
+    of it): body 0 = vertices 0-2, body 1 = vertices 3-4, vertex 5 a
+    collider; x = x~ (free flight), so each body vertex's scale is its
+    weight, s_i = m_i g h^2."""
     x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [5.0, 0.0], [7.0, 0.0], [9.0, 9.0]])
     mass = np.array([1.0, 2.0, 3.0, 1.0, 1.0, 0.0])
-    model = types.SimpleNamespace(
-        owner=np.array([0, 0, 0, 1, 1, 2]),
-        is_collider=np.array([False] * 5 + [True]),
-        body_slices=(slice(0, 3), slice(3, 5)),
+    pen_mass = np.where(mass > 0, mass, 1.0)
+    ip = types.SimpleNamespace(
         mass=mass,
+        n_bodies=2,
+        vertex_body=np.array([0, 0, 0, 1, 1, -1]),
+        vertex_weight=lambda g_ref: pen_mass * g_ref * h * h,
+        inertial_scale=lambda y, g_ref: mass * (g_ref * h * h + np.hypot(*(y - x).T)),
     )
-    consts = types.SimpleNamespace(h=h, pen_mass=np.where(mass > 0, mass, 1.0), x_tilde=x.copy())
-    return types.SimpleNamespace(m=model, c=consts), x
+    return ip, x
 
 
 def test_body_imbalance_sees_net_forces_and_torques_not_internal_ones():
@@ -82,7 +84,7 @@ def test_force_imbalance_lets_a_vertex_off_by_the_slack_but_not_a_body():
     h, g_ref, tol = 0.01, 9.81, 1e-3
     ip, x = _two_bodies(h)
     acting = np.zeros(12)
-    acting[0::2] = ip.m.mass * g_ref * h * h * 100.0  # pressed: 100 weights act on each vertex
+    acting[0::2] = ip.mass * g_ref * h * h * 100.0  # pressed: 100 weights act on each vertex
     f = 5e-3 * 100 * g_ref * h * h  # 0.5 % of what acts on a vertex of body 1
     g = np.zeros(12)
     g[6:10] = [f, 0.0, -f, 0.0]  # equal and opposite along the body's axis: internal
