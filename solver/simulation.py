@@ -22,7 +22,7 @@ from .errors import ConvergenceError
 from .friction import FrictionSet
 from .linalg import BandOrdering
 from .model import build_model
-from .newton import Newton
+from .newton import Newton, NewtonSettings
 from .potential import IncrementalPotential, StepConstants
 from .profiling import Timers
 from .validate import check_initial_geometry
@@ -97,7 +97,7 @@ class Simulation:
     ``time`` and ``step_index`` tell where we are.
     """
 
-    def __init__(self, scene):
+    def __init__(self, scene, newton_settings: NewtonSettings | None = None):
         self.scene = scene
         self.params = p = scene.params
         self.model = m = build_model(scene)
@@ -120,7 +120,12 @@ class Simulation:
         self._state_stencils = None  # contact candidates at self.x, found by the last step
         self._state_touching = None  # (those stencils, bodies touching something at self.x)
         self._newton = Newton(
-            p, self._feasible_step, lambda x: self._contact_set(x, x), BandOrdering(), self.timers
+            p,
+            self._feasible_step,
+            lambda x: self._contact_set(x, x),
+            BandOrdering(),
+            self.timers,
+            newton_settings,
         )
 
     # ------------------------------------------------------------ accessors

@@ -164,7 +164,7 @@ def test_solver_build_hashes_the_package_source(tmp_path):
     newton = tmp_path / "newton.py"
     newton.write_bytes(newton.read_bytes().replace(b"\n", b"\r\n"))
     assert checkpoint.source_hash(tmp_path) == checkpoint.solver_build()  # line endings do not count
-    newton.write_bytes(newton.read_bytes().replace(b"ARMIJO = 1e-4", b"ARMIJO = 2e-4"))
+    newton.write_bytes(newton.read_bytes().replace(b"armijo: float = 1e-4", b"armijo: float = 2e-4"))
     assert checkpoint.source_hash(tmp_path) != checkpoint.solver_build()
 
 
@@ -226,18 +226,23 @@ def test_snapshot_keeps_values_sharing_and_cycles_and_refuses_other_classes():
         bad.restore()
 
 
-def test_newtons_projected_start_is_part_of_the_checkpoint(monkeypatch):
+def test_newtons_projected_start_is_part_of_the_checkpoint():
     """On large systems (here: all) Newton starts a step on the projected Hessian
     when the last step's start showed the exact one indefinite; that state is
     stored, and the restored run continues bit for bit through steps that start
     projected and steps that start exact."""
-    from solver import newton
+    from solver.newton import NewtonSettings
 
-    monkeypatch.setattr(newton, "REGIME_MIN_DOFS", 0)
+    large = NewtonSettings(
+        projected_start_min_dofs=0,
+        exact_cg_min_dofs=0,
+        regime_rounds_min_dofs=0,
+        release_majorized_min_dofs=0,
+    )
     scene = pile(12)
     total = 40
     starts = []
-    ref_sim = Simulation(scene)
+    ref_sim = Simulation(scene, large)
     ref = []
     for _ in range(total):
         ref += _steps(ref_sim, 1)
@@ -246,10 +251,11 @@ def test_newtons_projected_start_is_part_of_the_checkpoint(monkeypatch):
     # a step that starts projected where the exact Hessian is not shown indefinite
     # (an exact start would take another direction there)
     split = next(k for k in range(1, total) if starts[k - 1] and not starts[k])
-    first = Simulation(scene)
+    first = Simulation(scene, large)
     head = _steps(first, split)
     cp = Checkpoint.from_text(first.checkpoint().to_text())
     assert cp.start_projected
     fresh = Simulation.from_checkpoint(scene, cp)
     assert fresh._newton.start_projected
+    fresh._newton.settings = large
     _same(head + _steps(fresh, total - split), ref)
