@@ -53,9 +53,7 @@ class IncrementalPotential:
     def __init__(self, model, consts, timers=None, terms=TERMS):
         self.consts = consts
         self.timers = timers or NullTimers()
-        self.terms = tuple(
-            t for t in (build(model, consts) for build in (c.build for c in terms)) if t is not None
-        )
+        self.terms = tuple(t for t in (term.build(model, consts) for term in terms) if t is not None)
         self.friction_terms = tuple(t for t in self.terms if isinstance(t, FRICTION_TERMS))
         self._n = model.n
         self._mass = model.mass
