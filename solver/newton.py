@@ -335,7 +335,7 @@ class Newton:
         (mu lambda / |u|) is far stiffer than the exact curvature (zero) and
         Newton would crawl towards the slip.
         """
-        p, s = self.params, self.settings
+        s = self.settings
         on = s.features(len(fixed_dof))
         expected = cs.idx[~cs.pp]  # candidates that may come within dhat: the analysis may cover them
         indefinite = False
@@ -345,19 +345,7 @@ class Newton:
             T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project, deficit=record)
             g = np.where(fixed_dof, 0.0, T.grad)
             try:
-                with self.timers("linear_solve"):
-                    r, c, v = T.system(fixed_dof)
-                    factor = None
-                    if not project or on.factor_projected:
-                        factor = _factorize(
-                            r, c, v, len(g), p.linear_solver, self.ordering, project, expected
-                        )
-                    if factor is None:
-                        dx = solve(r, c, v, -g, p.linear_solver, ordering=self.ordering, expected=expected)
-                    else:
-                        dx = factor.solve(-g)
-                if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
-                    raise NotPositiveDefinite("exact Newton step is not a descent direction")
+                dx, factor = self._linear_solve(T, g, fixed_dof, project, expected)
             except NotPositiveDefinite:
                 mode, indefinite = next_mode(mode, Event.NOT_DEFINITE, on), True
                 continue
@@ -379,6 +367,27 @@ class Newton:
             flips = tuple(f < 1.0 for f in zero_slip)
             majorize = kinks.next_majorize(majorize, flips, hold, s.majorize_iters)
             return Direction(g, T.magnitude, dx, majorize, mode, zero_slip, indefinite)
+
+    def _linear_solve(self, T, g, fixed_dof, project, expected):
+        """(dx (2N,), factor): the Newton step of the Hessian in T for the
+        gradient g, and the Cholesky factorization it came from (None when
+        the solve did not factorize: a projected Hessian where neither CG
+        nor the regime rounds need its factor, or one not numerically
+        definite).  Raises NotPositiveDefinite when an exact Hessian is not
+        positive definite or its step is not a descent direction."""
+        p = self.params
+        with self.timers("linear_solve"):
+            r, c, v = T.system(fixed_dof)
+            factor = None
+            if not project or self.settings.features(len(g)).factor_projected:
+                factor = _factorize(r, c, v, len(g), p.linear_solver, self.ordering, project, expected)
+            if factor is None:
+                dx = solve(r, c, v, -g, p.linear_solver, ordering=self.ordering, expected=expected)
+            else:
+                dx = factor.solve(-g)
+        if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
+            raise NotPositiveDefinite("exact Newton step is not a descent direction")
+        return dx, factor
 
 
 def exact_model_step(solve, deficit_product, g, step, free, settings):
