@@ -45,15 +45,20 @@ class Triplets:
     values of every term added to it, the scale of the forces that grad
     balances (Newton's stop test measures grad against it).  Each block of
     triplets may come with the DOFs its rows and columns are drawn from, so
-    that :meth:`system` skips the blocks no fixed DOF touches."""
+    that :meth:`system` skips the blocks no fixed DOF touches.
 
-    def __init__(self, n_dof):
+    record_deficit: the accumulator, not each energy, declares whether what
+    PSD projection adds is recorded (:meth:`deficit_sink`, :meth:`add_deficits`)."""
+
+    def __init__(self, n_dof, record_deficit=False):
         self.n_dof = n_dof
         self.rows, self.cols, self.vals = [], [], []
         self.block_dofs = []  # per block: the DOFs its entries use, or None (not known)
         self.grad = np.zeros(n_dof)
         self.magnitude = np.zeros(n_dof)
+        self.record_deficit = record_deficit
         self.deficit = []  # (dofs (m, k), N (m, k, k)): what PSD projection added to the matrix
+        self._diagonal = None  # the dense diagonal block, summed in place (add_dense_diagonal)
 
     def add_dense_gradient(self, g):
         """Add a gradient given for every DOF (n_dof,)."""
@@ -71,6 +76,16 @@ class Triplets:
     def add_diagonal(self, dofs, vals):
         self.add_pattern(dofs, dofs, vals, dofs)
 
+    def add_dense_diagonal(self, vals):
+        """Add a diagonal given for every DOF (n_dof,).  All of them share one
+        block, at the place of the first, summed in place: the triplets are
+        those of one add_diagonal of their sum."""
+        if self._diagonal is None:
+            self._diagonal = np.array(vals, float)
+            self.add_diagonal(np.arange(self.n_dof), self._diagonal)
+        else:
+            self._diagonal += vals
+
     def add_stencils(self, idx, g, H):
         """Scatter gradients g (n, 2k) and Hessians H (n, 2k, 2k) of vertex
         stencils idx (n, k), sharing their DOF indices."""
@@ -85,6 +100,19 @@ class Triplets:
         g = g.ravel()
         self.grad += np.bincount(dofs, weights=g, minlength=self.n_dof)
         self.magnitude += np.bincount(dofs, weights=np.abs(g), minlength=self.n_dof)
+
+    def deficit_sink(self, project):
+        """The list a kernel appends its projection deficits to, (which,
+        N) pairs (see :func:`~solver.linalg.project_psd`), or None when
+        they are not recorded (or nothing is projected)."""
+        return [] if project and self.record_deficit else None
+
+    def add_deficits(self, dofs, found, scale):
+        """Record the deficits a kernel appended to ``found`` (from
+        :meth:`deficit_sink`; None: nothing) at the DOFs dofs (n, k) of its
+        stencils, scaled as its Hessian was."""
+        for which, N in found or ():
+            self.add_deficit(dofs[which], scale * N)
 
     def add_deficit(self, dofs, N):
         """Record that PSD projection added the blocks N (m, k, k) (PSD) at

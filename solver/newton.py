@@ -2,46 +2,167 @@
 CCD-filtered backtracking line search.
 
 :class:`Newton` minimizes an :class:`~solver.potential.IncrementalPotential`
-from a start x: each iteration solves with the exact Hessian while it is
-positive definite and with the PSD-projected one once it is not (until
-the steps are small again, unless the exact one was just shown
-indefinite; a large system starts projected where the last start showed
-it indefinite), asks the caller's ``feasible_step`` for the largest
-collision- and inversion-free fraction of the step (CCD), shortens it to
-where a reversed sliding friction contact reaches zero slip (on the exact
-Hessian), and backtracks from there until the energy decreases enough
-(Armijo).  On systems of REGIME_MIN_DOFS or more, each step is re-solved
-with the friction contacts on the pieces of their energy it lands them on
-(:func:`regime_consistent_step`).
-It stops when the step is small AND the forces balance (see
-:meth:`Newton.solve`).  The result is a :class:`NewtonResult`.
+from a start x.  Each iteration: a direction (:meth:`Newton._direction`)
+in the current Hessian mode, the largest collision- and inversion-free
+fraction of it (the caller's ``feasible_step``, CCD), backtracking from
+there until the energy decreases enough (Armijo).  It stops when the step
+is small AND the forces balance (see :meth:`Newton.solve`).  Every
+constant and size switch is a field of :class:`NewtonSettings`.
+
+Hessian modes (:class:`Mode`) and their transitions, all decided by
+:func:`next_mode`, the one place the mode changes:
+
+    ============  =====================================================
+    EXACT         Cholesky of the exact Hessian.
+    PROJECTED     the PSD-projected Hessian (elastic, barrier, friction
+                  blocks clamped).
+    PROJECTED_CG  the projected Hessian's factorization as the
+                  preconditioner of conjugate gradients on the exact
+                  Hessian (:func:`exact_model_step`); systems of
+                  exact_cg_min_dofs or more.
+    ============  =====================================================
+
+    solve starts         -> EXACT, or the projected mode when the last
+                            solve's first direction showed the exact
+                            Hessian indefinite (projected_start_min_dofs)
+    exact not definite   -> the projected mode, same iteration (Cholesky
+                            failed, or its step is not a descent direction)
+    projected step small -> EXACT (|dx|/h < retry_exact newton_tol), unless
+      and not shown         the exact Hessian was just shown indefinite
+      indefinite            (CG met negative curvature): the try would
+                            only cost a factorization
+    anything else        -> unchanged
+
+On every mode, the friction kinks (:mod:`solver.friction_kinks`):
+- regime rounds (regime_rounds_min_dofs, when the step came from a
+  factorization): the step is re-solved with each friction contact on the
+  piece of its energy the step lands it on;
+- majorized contacts: a contact the step reverses gets its majorizing
+  curvature for majorize_iters iterations, and, in a projected mode
+  without regime rounds (or below release_majorized_min_dofs), for as long
+  as the mode stays projected;
+- the zero-slip stop: when the next iteration is EXACT, the line search
+  starts no further than where the first reversed sliding contact reaches
+  zero slip (unless that is below kink_floor of the step).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
-from . import friction
+from . import friction_kinks as kinks
 from .contacts import ContactSet
-from .linalg import BandOrdering, NotPositiveDefinite, factorize, solve, woodbury_solve
+from .linalg import BandOrdering, NotPositiveDefinite, factorize, solve
 from .profiling import NullTimers
 
-ARMIJO = 1e-4  # sufficient-decrease constant of the backtracking line search
-MIN_ALPHA = 1e-12  # the line search gives up below this step
-STALL = 1e-6  # an accepted step this small (relative to newton_tol) is no progress
-RETRY_EXACT = 10.0  # try the exact Hessian again once |dx|/h < this * newton_tol
-KINK_FLOOR = 0.25  # stop a reversed sliding contact at zero slip only if this much of the step is left
-MAJORIZE_ITERS = 1  # iterations a friction contact is majorized after a step reversed its slip
-VERTEX_SLACK = 10.0  # each vertex balances to this times force_tol (1 %), each body to force_tol
-REGIME_ROUNDS = 5  # re-solves of a step with the friction regimes its end point is in
-REGIME_MAX_CONTACTS = 64  # ... only while at most this many friction curvatures change (rank of the update)
-REGIME_SWITCHES = 3  # a contact that changes piece this many times in one step's rounds is held static
-REGIME_MIN_DOFS = 1000  # ... and only on systems this large (smaller ones factor faster than a round)
-CG_ITERS = 10  # conjugate-gradient iterations on the exact Hessian from a projected step (as large)
-CG_TOL = 0.1  # ... until the preconditioned residual is this fraction of the first
+
+@dataclass(frozen=True)
+class NewtonSettings:
+    """Newton's policy: every constant, and the size switches of its features
+    (each on for systems of at least that many DOFs; one size used to switch
+    all four on)."""
+
+    armijo: float = 1e-4  # sufficient-decrease constant of the backtracking line search
+    min_alpha: float = 1e-12  # the line search gives up below this step
+    stall: float = 1e-6  # an accepted step this small (relative to newton_tol) is no progress
+    retry_exact: float = 10.0  # try the exact Hessian again once |dx|/h < this * newton_tol
+    kink_floor: float = (
+        0.25  # stop a reversed sliding contact at zero slip only if this much of the step is left
+    )
+    majorize_iters: int = 1  # iterations a friction contact is majorized after a step reversed its slip
+    vertex_slack: float = 10.0  # each vertex balances to this times force_tol (1 %), each body to force_tol
+    regime_rounds: int = 5  # re-solves of a step with the friction regimes its end point is in
+    regime_max_contacts: int = (
+        64  # ... only while at most this many friction curvatures change (update's rank)
+    )
+    regime_switches: int = (
+        3  # a contact that changes piece this many times in one step's rounds is held static
+    )
+    cg_iters: int = 10  # conjugate-gradient iterations on the exact Hessian from a projected step
+    cg_tol: float = 0.1  # ... until the preconditioned residual is this fraction of the first
+    # Size switches (smaller systems factor faster than a round or a CG iteration pays back):
+    projected_start_min_dofs: int = 1000  # a solve may start projected (see Newton.start_projected)
+    exact_cg_min_dofs: int = 1000  # projected steps are refined by CG on the exact Hessian (PROJECTED_CG)
+    regime_rounds_min_dofs: int = 1000  # steps get regime rounds
+    release_majorized_min_dofs: int = (
+        1000  # with regime rounds, projected steps do not hold majorized contacts
+    )
+
+    def features(self, n_dof) -> Features:
+        """Which of the size-switched features run on a system of n_dof DOFs."""
+        return Features(
+            projected_start=n_dof >= self.projected_start_min_dofs,
+            exact_cg=n_dof >= self.exact_cg_min_dofs,
+            regime_rounds=n_dof >= self.regime_rounds_min_dofs and self.regime_rounds > 0,
+            release_majorized=n_dof >= self.release_majorized_min_dofs,
+        )
+
+
+@dataclass(frozen=True)
+class Features:
+    """The size-switched features on for one system (NewtonSettings.features)."""
+
+    projected_start: bool
+    exact_cg: bool
+    regime_rounds: bool
+    release_majorized: bool
+
+    @property
+    def projected_mode(self) -> Mode:
+        return Mode.PROJECTED_CG if self.exact_cg else Mode.PROJECTED
+
+    @property
+    def factor_projected(self) -> bool:
+        """Factorize the projected Hessian (CG and the rounds solve with it)."""
+        return self.exact_cg or self.regime_rounds
+
+
+class Mode(Enum):
+    """Newton's Hessian modes (see the module docstring)."""
+
+    EXACT = "exact"
+    PROJECTED = "projected"
+    PROJECTED_CG = "projected+cg"
+
+    @property
+    def projected(self) -> bool:
+        return self is not Mode.EXACT
+
+
+class Event(Enum):
+    """What a solve or a direction showed, the input of :func:`next_mode`."""
+
+    START = "a solve starts"
+    START_INDEFINITE = "a solve starts; the last solve's start showed the exact Hessian indefinite"
+    NOT_DEFINITE = "the exact Hessian is not positive definite"
+    SMALL_PROJECTED_STEP = "a projected step is small, the exact Hessian not shown indefinite"
+
+
+def next_mode(mode: Mode | None, event: Event | None, on: Features) -> Mode:
+    """The Hessian mode after ``event`` (None: nothing that changes it) in
+    ``mode`` (None before the first), on a system with the features ``on``:
+    the transitions of the module docstring.  Why (measured): a step starts
+    at the inertial prediction, far from its solution, where a pile's exact
+    Hessian stays indefinite from step to step (S4: the first exact try
+    failed on 47 of its first 60 steps, each a factorization and an assembly
+    lost), hence the projected start; near the solution the exact Hessian is
+    often definite again and projected Newton would only converge linearly
+    to the force test, hence the return to exact on small steps, but not
+    right after CG met negative curvature (S4: 206 -> 62 failed tries).
+    """
+    if event is Event.START:
+        return Mode.EXACT
+    if event is Event.START_INDEFINITE:
+        return on.projected_mode if on.projected_start else Mode.EXACT
+    if event is Event.NOT_DEFINITE:
+        return on.projected_mode
+    if event is Event.SMALL_PROJECTED_STEP:
+        return Mode.EXACT
+    return mode
 
 
 @dataclass(frozen=True)
@@ -50,8 +171,8 @@ class Direction:
 
     g (2N,): the gradient it was solved with (fixed DOFs zeroed); acting
     (2N,): the magnitudes of g's terms; dx (N,2): the step; majorize: per
-    friction set, (n,) iterations each contact stays majorized; project:
-    whether the Hessian was PSD-projected; zero_slip: per friction set, (n,)
+    friction set, (n,) iterations each contact stays majorized; mode: the
+    Hessian mode it was solved in; zero_slip: per friction set, (n,)
     fraction of dx at which each sliding contact it reverses reaches zero
     slip (1: not reversed); indefinite: the exact Hessian at x was shown not
     positive definite (its factorization failed, its step was not a descent
@@ -61,9 +182,13 @@ class Direction:
     acting: np.ndarray
     dx: np.ndarray
     majorize: tuple
-    project: bool
+    mode: Mode
     zero_slip: tuple
     indefinite: bool = False
+
+    @property
+    def project(self) -> bool:
+        return self.mode.projected
 
 
 @dataclass(frozen=True)
@@ -90,7 +215,8 @@ def _largest_step(dx) -> int:
 
 
 class Newton:
-    """Newton solver for a scene's parameters (dt, newton_tol, linear_solver).
+    """Newton solver for a scene's parameters (dt, newton_tol, force_tol,
+    linear_solver) and a :class:`NewtonSettings`.
 
     feasible_step(x, dx) -> (alpha, cs): largest alpha <= 1 keeping x + alpha dx
     free of collisions and inversions, and a contact set swept over that
@@ -104,15 +230,17 @@ class Newton:
         contact_set: Callable,
         ordering: BandOrdering | None = None,
         timers=None,
+        settings: NewtonSettings | None = None,
     ):
         self.params = params
+        self.settings = settings or NewtonSettings()
         self.feasible_step = feasible_step
         self.contact_set = contact_set
         self.ordering = ordering or BandOrdering()  # fill-reducing order reused by the solves
         self.timers = timers or NullTimers()
         self.g_ref = float(np.hypot(*params.gravity)) or 9.81  # weight scale [m/s^2]
         # The last solve's first direction showed the exact Hessian indefinite (on
-        # a system of REGIME_MIN_DOFS or more): the next solve starts projected.
+        # a system with the projected start on): the next solve starts projected.
         # State between steps: checkpoints store it.
         self.start_projected = False
 
@@ -128,47 +256,38 @@ class Newton:
         step is small and the line search cannot make progress along it (the
         energy's rounding hides the remaining force), the step test decides.
         """
-        p = self.params
+        p, s = self.params, self.settings
         fixed_dof = np.repeat(fixed, 2)
         if cs is None:
             cs = self.contact_set(x)
         min_alpha = 1.0
         # per friction contact: iterations left with the majorizing curvature
-        majorize = (np.zeros(len(ip.c.pair_friction), int), np.zeros(len(ip.c.plane_friction), int))
-        # The exact Hessian until it fails to be positive definite, unless it was
-        # shown indefinite at the last solve's start: a step starts at the inertial
-        # prediction, far from its solution, where a pile's exact Hessian stays
-        # indefinite from step to step (S4: the first try failed on 47 of its first
-        # 60 steps, each a factorization and an assembly lost).  Starting projected,
-        # CG on the exact Hessian tells whether that still holds.
-        large = len(fixed_dof) >= REGIME_MIN_DOFS
-        project = self.start_projected and large
+        majorize = tuple(np.zeros(len(fs), int) for fs in ip.friction_sets)
+        on = s.features(len(fixed_dof))
+        mode = next_mode(None, Event.START_INDEFINITE if self.start_projected else Event.START, on)
         for it in range(budget + 1):
-            d = self._direction(ip, x, cs, fixed_dof, majorize, project)
-            g, dx, majorize, project = d.g, d.dx, d.majorize, d.project
+            d = self._direction(ip, x, cs, fixed_dof, majorize, mode)
+            g, dx, majorize, mode = d.g, d.dx, d.majorize, d.mode
             if it == 0:
-                self.start_projected = d.indefinite and large
-            if project and not d.indefinite and np.abs(dx).max() / p.dt < RETRY_EXACT * p.newton_tol:
-                # near the solution the exact Hessian is often definite again, and
-                # projected Newton would only converge linearly to the force test;
-                # not when it was just shown indefinite here (CG met negative
-                # curvature): a step this small does not change that, and the
-                # try would cost a factorization (S4: 206 -> 62 failed tries)
-                project = False
+                self.start_projected = d.indefinite and on.projected_start
             if not np.all(np.isfinite(dx)):
                 failed = "linear solve produced non-finite values"
                 return NewtonResult(x, False, it, min_alpha, failed, cs, _largest_step(dx))
             speed = np.abs(dx).max() / p.dt
+            small = mode.projected and not d.indefinite and speed < s.retry_exact * p.newton_tol
+            mode = next_mode(mode, Event.SMALL_PROJECTED_STEP if small else None, on)
             # (the force test only matters once the step is small: measured lazily)
-            if speed < p.newton_tol and force_imbalance(g, d.acting, ip, x, self.g_ref) <= p.force_tol:
+            if speed < p.newton_tol and self._imbalance(g, d.acting, ip, x) <= p.force_tol:
                 return NewtonResult(x, True, it, min_alpha, "", cs)
             if it == budget:
                 break
             alpha, cs = self.feasible_step(x, dx)
-            alpha = _line_search_start(alpha, d.zero_slip, project)
+            alpha = kinks.line_search_start(alpha, d.zero_slip, mode.projected, s.kink_floor)
             with self.timers("line_search"):
-                alpha, trial, energy = backtrack(ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())))
-            if speed < p.newton_tol and (alpha is None or alpha * speed < STALL * p.newton_tol):
+                alpha, trial, energy = backtrack(
+                    ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())), s
+                )
+            if speed < p.newton_tol and (alpha is None or alpha * speed < s.stall * p.newton_tol):
                 # The step is small and the energy cannot resolve a decrease
                 # along it (rounding): what force is left is below what this
                 # energy can balance, so stop as the step test alone would.
@@ -186,88 +305,92 @@ class Newton:
                 # iteration only to measure a step known to be tiny (Newton's
                 # quadratic phase)
                 return NewtonResult(x, True, it + 1, min_alpha, "", cs)
-        imbalance = force_imbalance(g, d.acting, ip, x, self.g_ref)
+        imbalance = self._imbalance(g, d.acting, ip, x)
         message = (
             f"Newton did not converge in {p.max_newton_iters} iterations (last |dx|/h = {speed:.3g} m/s, "
             f"tolerance {p.newton_tol:g}; force imbalance {imbalance:.3g}, tolerance {p.force_tol:g})"
         )
         return NewtonResult(x, False, budget, min_alpha, message, cs, _largest_step(dx))
 
+    def _imbalance(self, g, acting, ip, x):
+        return force_imbalance(g, acting, ip, x, self.g_ref, self.settings.vertex_slack)
+
     def _balanced(self, ip, x, cs, fixed_dof):
         """Whether the forces at x balance (force_imbalance <= force_tol)."""
         T = ip.gradient(x, cs)
         g = np.where(fixed_dof, 0.0, T.grad)
-        return force_imbalance(g, T.magnitude, ip, x, self.g_ref) <= self.params.force_tol
+        return self._imbalance(g, T.magnitude, ip, x) <= self.params.force_tol
 
-    def _direction(self, ip, x, cs, fixed_dof, majorize, project) -> Direction:
-        """Newton step (a :class:`Direction`).
+    def _direction(self, ip, x, cs, fixed_dof, majorize, mode) -> Direction:
+        """Newton step (a :class:`Direction`) in the Hessian mode ``mode``, or
+        in the projected mode if the exact Hessian turns out not positive
+        definite (:func:`next_mode`).
 
-        Unless project, the exact Hessian is tried first: near a solution in
-        compression or sliding contact its negative-curvature parts matter, and
-        clamping them (PSD projection) makes Newton converge only linearly.  If
-        it is not positive definite (the Cholesky factorization fails, or, where
-        the solver cannot tell, the step is not a descent direction) the
-        PSD-projected Hessian is used until the step is within RETRY_EXACT
-        times the tolerance (a pile's Hessian stays indefinite far from the
-        solution, and each failed try costs a factorization).  On systems of
-        REGIME_MIN_DOFS or more a projected step is refined by CG on the
-        exact Hessian (:func:`exact_model_step`).
-        Friction contacts whose slip the step would reverse get their
-        majorizing curvature phi'(|u|)/|u| for the next MAJORIZE_ITERS
-        iterations (for as long as the Hessian stays projected, unless the
-        regime rounds ran: they model a reversal on the static piece): the
-        exact friction Hessian is blind to the kink at zero slip and sends
-        such contacts back and forth.  Only briefly once the exact Hessian is
-        back: once sliding, the majorizer (mu lambda / |u|) is far stiffer
-        than the exact curvature (zero) and Newton would crawl towards the
-        slip.
+        Friction contacts whose slip the step would reverse are majorized
+        from the next iteration on (:func:`~solver.friction_kinks.next_majorize`;
+        re-solving at once cost more iterations on the compressing squares,
+        and factorizations on piles): the exact friction Hessian is blind to
+        the kink at zero slip and sends such contacts back and forth.  Only
+        briefly once the exact Hessian is back: once sliding, the majorizer
+        (mu lambda / |u|) is far stiffer than the exact curvature (zero) and
+        Newton would crawl towards the slip.
         """
-        p = self.params
-        large = len(fixed_dof) >= REGIME_MIN_DOFS  # the regime rounds and CG run (on the factorization)
+        s = self.settings
+        on = s.features(len(fixed_dof))
         expected = cs.idx[~cs.pp]  # candidates that may come within dhat: the analysis may cover them
         indefinite = False
         while True:
-            T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project, deficit=large)
+            project = mode.projected
+            record = mode is Mode.PROJECTED_CG
+            T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project, deficit=record)
             g = np.where(fixed_dof, 0.0, T.grad)
             try:
-                with self.timers("linear_solve"):
-                    r, c, v = T.system(fixed_dof)
-                    factor = None
-                    if not project or large:
-                        factor = _factorize(
-                            r, c, v, len(g), p.linear_solver, self.ordering, project, expected
-                        )
-                    if factor is None:
-                        dx = solve(r, c, v, -g, p.linear_solver, ordering=self.ordering, expected=expected)
-                    else:
-                        dx = factor.solve(-g)
-                if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
-                    raise NotPositiveDefinite("exact Newton step is not a descent direction")
+                dx, factor = self._linear_solve(T, g, fixed_dof, project, expected)
             except NotPositiveDefinite:
-                project = indefinite = True
+                mode, indefinite = next_mode(mode, Event.NOT_DEFINITE, on), True
                 continue
             dx = dx.reshape(-1, 2)
             if not np.all(np.isfinite(dx)):
-                return Direction(g, T.magnitude, dx, majorize, project, (), indefinite)
-            rounds = large and factor is not None
-            if project and rounds and T.deficit:
+                return Direction(g, T.magnitude, dx, majorize, mode, (), indefinite)
+            if record and factor is not None and T.deficit:
                 with self.timers("exact_cg"):
                     dx, negative = exact_model_step(
-                        factor.solve, T.deficit_product, g, dx.ravel(), ~fixed_dof
+                        factor.solve, T.deficit_product, g, dx.ravel(), ~fixed_dof, s
                     )
                 dx, indefinite = dx.reshape(-1, 2), indefinite or negative
+            rounds = on.regime_rounds and factor is not None
             if rounds:
                 with self.timers("regime_rounds"):
-                    dx = regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, project)
-            # contacts this step sends across zero slip are majorized from the
-            # next iteration on (re-solving at once cost more iterations on the
-            # compressing squares, and factorizations on piles)
+                    dx = kinks.regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, s, project)
             zero_slip = ip.zero_slip_fractions(x, dx)
-            majorize = next_majorize(majorize, tuple(f < 1.0 for f in zero_slip), project and not rounds)
-            return Direction(g, T.magnitude, dx, majorize, project, zero_slip, indefinite)
+            hold = project and not (rounds and on.release_majorized)
+            flips = tuple(f < 1.0 for f in zero_slip)
+            majorize = kinks.next_majorize(majorize, flips, hold, s.majorize_iters)
+            return Direction(g, T.magnitude, dx, majorize, mode, zero_slip, indefinite)
+
+    def _linear_solve(self, T, g, fixed_dof, project, expected):
+        """(dx (2N,), factor): the Newton step of the Hessian in T for the
+        gradient g, and the Cholesky factorization it came from (None when
+        the solve did not factorize: a projected Hessian where neither CG
+        nor the regime rounds need its factor, or one not numerically
+        definite).  Raises NotPositiveDefinite when an exact Hessian is not
+        positive definite or its step is not a descent direction."""
+        p = self.params
+        with self.timers("linear_solve"):
+            r, c, v = T.system(fixed_dof)
+            factor = None
+            if not project or self.settings.features(len(g)).factor_projected:
+                factor = _factorize(r, c, v, len(g), p.linear_solver, self.ordering, project, expected)
+            if factor is None:
+                dx = solve(r, c, v, -g, p.linear_solver, ordering=self.ordering, expected=expected)
+            else:
+                dx = factor.solve(-g)
+        if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
+            raise NotPositiveDefinite("exact Newton step is not a descent direction")
+        return dx, factor
 
 
-def exact_model_step(solve, deficit_product, g, step, free):
+def exact_model_step(solve, deficit_product, g, step, free, settings):
     """(dx, negative): the Newton step dx (2N,) of the exact Hessian H = P - N, by conjugate
     gradients on H dx = -g preconditioned with P, the PSD-projected Hessian
     (solve: P^-1 b from its factorization), where N (PSD, deficit_product:
@@ -284,8 +407,8 @@ def exact_model_step(solve, deficit_product, g, step, free):
     iterations).  CG from zero takes the projected step scaled to the
     exact curvature along it, then corrects it in the few directions where
     P and H differ (N has low rank, the stencils with clamped
-    eigenvalues).  It stops after CG_ITERS iterations, once the
-    preconditioned residual is CG_TOL of the first, or at a direction of
+    eigenvalues).  It stops after settings.cg_iters iterations, once the
+    preconditioned residual is settings.cg_tol of the first, or at a direction of
     negative curvature, returning the iterate so far (the projected step if
     that is the first direction: the model has no minimum along it and
     the line search decides) with negative = True: H is not positive
@@ -296,8 +419,8 @@ def exact_model_step(solve, deficit_product, g, step, free):
     p, Pp = z, r  # search direction and P times it (P z = r: no product with P needed)
     dx = np.zeros_like(g)
     rz = float(r @ z)
-    stop = CG_TOL * CG_TOL * rz
-    for k in range(CG_ITERS):
+    stop = settings.cg_tol * settings.cg_tol * rz
+    for k in range(settings.cg_iters):
         q = Pp - np.where(free, deficit_product(np.where(free, p, 0.0)), 0.0)  # H p
         curvature = float(p @ q)
         if not curvature > 0.0:
@@ -314,73 +437,6 @@ def exact_model_step(solve, deficit_product, g, step, free):
     return dx, False
 
 
-def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, project=False):
-    """The Newton step dx (N, 2) re-solved, up to REGIME_ROUNDS times, with
-    each friction contact modelled on the piece of its energy (static,
-    sliding forwards, sliding backwards: :func:`friction.regime`) that the
-    step's end point puts it in, until no contact changes piece.  A contact
-    moves one piece per round (:func:`next_piece`).  project: the Hessian
-    factorized is the PSD-projected one (curvatures clamped at zero).
-    Newton calls it on systems of REGIME_MIN_DOFS or more only.
-
-    With the linear static zone the friction energy is piecewise quadratic,
-    and Newton's model (the pieces at x) sends contacts across the edges of
-    their pieces; the next iteration then corrects only those.  The pieces
-    differ from the model at x by a rank-1 term per contact whose curvature
-    changes (r of them), so a round costs a forward substitution with r
-    right-hand sides and two solves on the factorization of the Hessian
-    (factor, a :class:`~solver.linalg.Factorization`; Woodbury), not a
-    factorization.  A contact that changes piece REGIME_SWITCHES times is
-    held static; majorized contacts keep their model.  All or nothing: when a round
-    would change more than REGIME_MAX_CONTACTS curvatures (it would cost
-    more than it saves) or is not a descent direction for the true
-    gradient g (2N,) (the modified Hessian need not be definite), the plain
-    Newton step is returned: a partial correction measured worse than none.
-    After REGIME_ROUNDS rounds the last one's step is kept.
-    """
-    c = ip.c
-    sets = [
-        (fs, m > 0) for fs, m in zip((c.pair_friction, c.plane_friction), majorize, strict=True) if len(fs)
-    ]
-    if not sets:
-        return dx
-    disp = x - c.x_prev
-    slips = [friction.slip(fs, disp) for fs, _ in sets]
-    at_x = [friction.regime(u, c.eps) for u in slips]
-    pieces = [r.copy() for r in at_x]
-    flips = [np.zeros(len(r), np.int8) for r in at_x]
-    step = dx
-    for _ in range(REGIME_ROUNDS):
-        changed = False
-        for (fs, held), u, piece, flip in zip(sets, slips, pieces, flips, strict=True):
-            lands = friction.regime(u + friction.slip(fs, step), c.eps)
-            moved = (lands != piece) & ~held
-            if moved.any():
-                changed = True
-                flip[moved] += 1
-                ahead = next_piece(piece[moved], lands[moved])
-                piece[moved] = np.where(flip[moved] >= REGIME_SWITCHES, 0, ahead)
-        if not changed:
-            return step
-        step = _woodbury_step(ip, g, factor, fixed_dof, sets, slips, at_x, pieces, project)
-        if step is None or not float(np.dot(g, step)) < 0.0:
-            return dx
-        step = step.reshape(-1, 2)
-    return step
-
-
-def next_piece(piece, lands):
-    """(m,) the piece a contact on ``piece`` (m,) is modelled on next when the
-    step lands it on ``lands`` (m,): the next one along its slip's path.  A
-    slip that crosses zero passes the static zone first, so a sliding
-    contact the step reverses goes static, not to the opposite slide: that
-    would flip its whole friction force (2 mu lambda) in the model, and with
-    several such contacts on one body the re-solved step overshoots by
-    orders of magnitude (S4 step 28: slips 60-80 eps sent to +1250 eps) and
-    is rejected as not a descent direction."""
-    return np.where(piece == -lands, 0, lands).astype(piece.dtype)
-
-
 def _factorize(rows, cols, vals, n, method, ordering, project, expected=None):
     """The Cholesky factorization of the system, or None when a projected
     (so positive semidefinite plus mass) one is not numerically definite:
@@ -394,131 +450,30 @@ def _factorize(rows, cols, vals, n, method, ordering, project, expected=None):
         return None
 
 
-def _woodbury_step(ip, g, factor, fixed_dof, sets, slips, at_x, pieces, project=False):
-    """The step with the contacts modelled on other pieces (see
-    :func:`piece_update`): (2N,), or None when more than
-    REGIME_MAX_CONTACTS curvatures change (checked before the dense update
-    columns are built: on a pile they would be N x hundreds) or the update
-    is singular."""
-    n = len(g)
-    dg, bends = piece_update(ip.c, n, sets, slips, at_x, pieces, project)
-    if sum(len(dc) for _, _, dc in bends) > REGIME_MAX_CONTACTS:
-        return None
-    free = ~fixed_dof
-    W, curvature = update_columns(bends, n)
-    return woodbury_solve(factor, -np.where(free, g + dg, 0.0), W * free[:, None], curvature)
-
-
-def piece_update(consts, n, sets, slips, at_x, pieces, project=False):
-    """How the incremental potential's gradient and Hessian change when the
-    friction contacts whose piece (pieces, per set (m,)) differs from the
-    one at x (at_x) are modelled on it: (dg (n,), bends), the Hessian
-    changing by dc w w^T for each (dofs (k, 2s), w (k, 2s), dc (k,)) in
-    bends, one row per contact whose curvature changes (h^2-scaled).  sets:
-    (FrictionSet, majorized mask) pairs; slips: their slips at x; project:
-    curvatures clamped at zero on both sides, as in the projected Hessian."""
-    h2 = consts.h * consts.h
-    dg = np.zeros(n)
-    bends = []
-    for (fs, _), u, here, piece in zip(sets, slips, at_x, pieces, strict=True):
-        other = piece != here
-        if not other.any():
-            continue
-        f_piece, c_piece = friction.piece_force_curvature(fs, other, u[other], piece[other], consts.eps)
-        f_here, c_here = friction.force_curvature(fs, other, u[other], consts.eps)
-        if project:
-            c_piece, c_here = np.maximum(c_piece, 0.0), np.maximum(c_here, 0.0)
-        w, dofs = fs.w[other], fs.dofs[other]
-        dg += np.bincount(dofs.ravel(), weights=((h2 * (f_piece - f_here))[:, None] * w).ravel(), minlength=n)
-        dc = h2 * (c_piece - c_here)
-        bend = dc != 0.0
-        bends.append((dofs[bend], w[bend], dc[bend]))
-    return dg, bends
-
-
-def update_columns(bends, n):
-    """(W (n, r), curvature (r,)) of the bends of :func:`piece_update`: one
-    dense column per contact (its w scattered to its DOFs)."""
-    columns, curvatures = [np.zeros((n, 0))], [np.zeros(0)]
-    for dofs, w, dc in bends:
-        k = len(dc)
-        flat = (dofs * k + np.arange(k)[:, None]).ravel()
-        columns.append(np.bincount(flat, weights=w.ravel(), minlength=n * k).reshape(n, k))
-        curvatures.append(dc)
-    return np.concatenate(columns, axis=1), np.concatenate(curvatures)
-
-
-def next_majorize(majorize, flips, project):
-    """Per friction set, (n,) iterations each contact stays majorized after
-    this one: MAJORIZE_ITERS for the contacts this step reverses (flips, (n,)
-    bool), one fewer for the others; while the Hessian is projected (far from
-    the solution, where Newton converges only linearly anyway) a contact once
-    reversed stays majorized: dropping it lets it flip back and forth.
-    (project is False where the regime rounds model the reversals: there
-    keeping the majorizer cost iterations, S4 60 steps 16.58 -> 16.10 per
-    step without it.)"""
-    return tuple(
-        np.where(f, MAJORIZE_ITERS, np.where(project & (m > 0), m, np.maximum(m - 1, 0)))
-        for m, f in zip(majorize, flips, strict=True)
-    )
-
-
-def _line_search_start(alpha, zero_slip, project):
-    """Where the line search starts: alpha (the feasible step, from CCD),
-    shortened to the zero-slip stop (:func:`_kink_step`) unless Newton is
-    on the projected Hessian (project: whether it stays there, i.e. the
-    step was projected and is not yet small enough to retry the exact one).
-    There a contact once reversed stays majorized (its model already stops
-    it at zero slip), so the stop would only catch the first contact
-    reversing anew and hold every body to its zero slip, far from the
-    solution: measured, the pile's compression
-    steps 45.0 -> 40.7 iterations, its first 60 steps 19.72 -> 19.05
-    (docs/solver.md)."""
-    return alpha if project else min(alpha, _kink_step(zero_slip))
-
-
-def _kink_step(zero_slip):
-    """Where the line search starts, as far as friction is concerned: the
-    fraction of the step at which the first sliding contact it reverses
-    reaches zero slip (zero_slip: per friction set, (n,) fractions, see
-    :class:`Direction`), unless that is below KINK_FLOOR (then 1:
-    backtracking decides).
-
-    A sliding contact has no friction curvature (its potential is linear in
-    the slip), so Newton's step sends its slip far across zero, where the
-    force flips; Armijo then halves the whole step several times, and the
-    next step sends it back.  Stopping at zero slip puts the contact in the
-    static zone, whose curvature the next Newton step sees.  When many
-    contacts reverse at once (a pile landing) the first of them would hold
-    every body to a tiny step, so a fraction below the floor is ignored.
-    """
-    alpha = min((float(f.min(initial=1.0)) for f in zero_slip), default=1.0)
-    return alpha if alpha >= KINK_FLOOR else 1.0
-
-
-def backtrack(ip, x, dx, alpha, cs, energy, slope):
+def backtrack(ip, x, dx, alpha, cs, energy, slope, settings):
     """Armijo backtracking from alpha: halve until ip(x + alpha dx) <= E(x) +
-    ARMIJO alpha slope.  Returns (alpha or None, ip at the accepted point, E(x));
-    energy (optional) is E(x)."""
+    settings.armijo alpha slope (or alpha falls below settings.min_alpha).
+    Returns (alpha or None, ip at the accepted point, E(x)); energy
+    (optional) is E(x)."""
     if energy is None:
         energy = ip.value(x, cs)
-    while alpha > MIN_ALPHA:
+    while alpha > settings.min_alpha:
         trial = ip.value(x + alpha * dx, cs)
-        if trial <= energy + ARMIJO * alpha * slope:
+        if trial <= energy + settings.armijo * alpha * slope:
             return alpha, trial, energy
         alpha *= 0.5
     return None, None, energy
 
 
-def force_imbalance(g, acting, ip, x, g_ref):
+def force_imbalance(g, acting, ip, x, g_ref, vertex_slack):
     """How far the forces at x are from balance, in units of force_tol [-]:
-    the larger of :func:`vertex_imbalance` / VERTEX_SLACK and
+    the larger of :func:`vertex_imbalance` / vertex_slack and
     :func:`body_imbalance`.  At most force_tol means every body's net force
     and torque balance to force_tol of its weight plus inertial force, and
-    every vertex's forces to VERTEX_SLACK * force_tol of those acting on it.
+    every vertex's forces to vertex_slack * force_tol of those acting on it.
     g (2N,): gradient (fixed DOFs zeroed); acting (2N,): magnitudes of its
     terms; x (N, 2): where g was evaluated."""
-    return max(vertex_imbalance(g, acting, ip, g_ref) / VERTEX_SLACK, body_imbalance(g, ip, x, g_ref))
+    return max(vertex_imbalance(g, acting, ip, g_ref) / vertex_slack, body_imbalance(g, ip, x, g_ref))
 
 
 def vertex_imbalance(g, acting, ip, g_ref):
@@ -531,9 +486,8 @@ def vertex_imbalance(g, acting, ip, g_ref):
     flight has no other force).  0.01 means every vertex's forces balance to
     1 % of the forces acting on it.
     """
-    c = ip.c
     net = np.hypot(g[0::2], g[1::2])
-    scale = np.hypot(acting[0::2], acting[1::2]) + c.pen_mass * g_ref * c.h * c.h
+    scale = np.hypot(acting[0::2], acting[1::2]) + ip.vertex_weight(g_ref)
     return float(np.max(net / scale, initial=0.0))
 
 
@@ -549,14 +503,13 @@ def body_imbalance(g, ip, x, g_ref):
     of g: the acceleration of its centre is off by at most that fraction of
     g + |a - g|.  g (2N,) (fixed DOFs zeroed), x (N, 2).
     """
-    m, c = ip.m, ip.c
-    nb = len(m.body_slices)
+    nb = ip.n_bodies
     if nb == 0:
         return 0.0
-    on = ~m.is_collider  # body vertices: their owner (bodies come first) is their body
-    b, xb = m.owner[on], x[on]
+    on = ip.vertex_body >= 0  # body vertices
+    b, xb = ip.vertex_body[on], x[on]
     gx, gy = g[0::2][on], g[1::2][on]
-    s = (m.mass * (g_ref * c.h * c.h + np.hypot(*(x - c.x_tilde).T)))[on]
+    s = ip.inertial_scale(x, g_ref)[on]
     total = np.bincount(b, s, nb)
     force = np.hypot(np.bincount(b, gx, nb), np.bincount(b, gy, nb))
     centre = np.stack([np.bincount(b, s * xb[:, k], nb) for k in (0, 1)], axis=1) / total[:, None]

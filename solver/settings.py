@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .barrier_stiffness import BarrierStiffnessSettings
+from .newton import NewtonSettings
 from .prescribed import PrescribedSettings
 from .start import StartSettings
 
@@ -22,4 +23,4 @@ class SolverSettings:
     start: StartSettings = field(default_factory=StartSettings)
     prescribed: PrescribedSettings = field(default_factory=PrescribedSettings)
     barrier_stiffness: BarrierStiffnessSettings = field(default_factory=BarrierStiffnessSettings)
-    newton: object = None  # NewtonSettings (merged from the core branch); None: its defaults
+    newton: NewtonSettings = field(default_factory=NewtonSettings)

@@ -26,7 +26,6 @@ import numpy as np
 
 from . import barrier, barrier_stiffness, ccd
 from . import checkpoint as _checkpoint
-from .assembly import Triplets
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
@@ -125,7 +124,12 @@ class Simulation:
         self._state_stencils = None  # contact candidates at self.x, found by the last step
         self._state_touching = None  # (those stencils, bodies touching something at self.x)
         self._newton = Newton(
-            p, self._feasible_step, lambda x: self._contact_set(x, x), BandOrdering(), self.timers
+            p,
+            self._feasible_step,
+            lambda x: self._contact_set(x, x),
+            BandOrdering(),
+            self.timers,
+            s.newton,
         )
 
     # ------------------------------------------------------------ accessors
@@ -152,8 +156,8 @@ class Simulation:
         _checkpoint.restore(self, checkpoint)
 
     @classmethod
-    def from_checkpoint(cls, scene, checkpoint):
-        sim = cls(scene)
+    def from_checkpoint(cls, scene, checkpoint, *, settings: SolverSettings | None = None):
+        sim = cls(scene, settings=settings)
         sim.restore(checkpoint)
         return sim
 
@@ -236,9 +240,7 @@ class Simulation:
                 plane_friction=FrictionSet.empty(1),
             ),
         )
-        T = Triplets(2 * m.n)
-        ip._barrier_terms(T, x, unit)
-        g_b = T.grad
+        g_b = ip.barrier_gradient(x, unit)
         if not np.any(g_b):
             return False
         free = ~np.repeat(m.is_collider, 2)

@@ -263,18 +263,26 @@ def test_checkpoint_on_the_solver_paths_beyond_the_band(solver_path, monkeypatch
         _same(head + _steps(fresh, 40 - n), ref)
 
 
-def test_newtons_projected_start_is_part_of_the_checkpoint(monkeypatch):
+def test_newtons_projected_start_is_part_of_the_checkpoint():
     """On large systems (here: all) Newton starts a step on the projected Hessian
     when the last step's start showed the exact one indefinite; that state is
     stored, and the restored run continues bit for bit through steps that start
     projected and steps that start exact."""
-    from solver import newton
+    from solver.newton import NewtonSettings
+    from solver.settings import SolverSettings
 
-    monkeypatch.setattr(newton, "REGIME_MIN_DOFS", 0)
+    large = SolverSettings(
+        newton=NewtonSettings(
+            projected_start_min_dofs=0,
+            exact_cg_min_dofs=0,
+            regime_rounds_min_dofs=0,
+            release_majorized_min_dofs=0,
+        )
+    )
     scene = pile(12)
     total = 40
     starts = []
-    ref_sim = Simulation(scene)
+    ref_sim = Simulation(scene, settings=large)
     ref = []
     for _ in range(total):
         ref += _steps(ref_sim, 1)
@@ -283,10 +291,10 @@ def test_newtons_projected_start_is_part_of_the_checkpoint(monkeypatch):
     # a step that starts projected where the exact Hessian is not shown indefinite
     # (an exact start would take another direction there)
     split = next(k for k in range(1, total) if starts[k - 1] and not starts[k])
-    first = Simulation(scene)
+    first = Simulation(scene, settings=large)
     head = _steps(first, split)
     cp = Checkpoint.from_text(first.checkpoint().to_text())
     assert cp.start_projected
-    fresh = Simulation.from_checkpoint(scene, cp)
+    fresh = Simulation.from_checkpoint(scene, cp, settings=large)
     assert fresh._newton.start_projected
     _same(head + _steps(fresh, total - split), ref)

@@ -167,31 +167,34 @@ def test_zero_slip_fraction_stops_reversed_sliding_contacts_at_zero_slip():
 
 
 def test_the_line_search_stops_at_the_first_zero_slip_unless_below_the_floor():
-    from solver import newton
+    from solver.friction_kinks import kink_step, line_search_start
 
     def fractions(first):  # pair and plane contacts; the first zero slip in the planes
         return (np.array([1.0, 0.9]), np.array([1.0, first, 0.95]))
 
-    assert newton._kink_step(fractions(0.6)) == 0.6
-    assert newton._kink_step(fractions(newton.KINK_FLOOR)) == newton.KINK_FLOOR
-    assert newton._kink_step(fractions(0.5 * newton.KINK_FLOOR)) == 1.0
-    assert newton._kink_step((np.ones(0), np.ones(0))) == 1.0  # no friction contacts
+    floor = 0.25
+    assert kink_step(fractions(0.6), floor) == 0.6
+    assert kink_step(fractions(floor), floor) == floor
+    assert kink_step(fractions(0.5 * floor), floor) == 1.0
+    assert kink_step((np.ones(0), np.ones(0)), floor) == 1.0  # no friction contacts
+    assert kink_step(fractions(0.6), np.inf) == 1.0  # the stop switched off
     # the line search starts at the feasible step, shortened to the zero slip on
     # the exact Hessian only (on the projected one reversed contacts stay majorized)
-    assert newton._line_search_start(0.8, fractions(0.6), project=False) == 0.6
-    assert newton._line_search_start(0.5, fractions(0.6), project=False) == 0.5
-    assert newton._line_search_start(0.8, fractions(0.6), project=True) == 0.8
+    assert line_search_start(0.8, fractions(0.6), False, floor) == 0.6
+    assert line_search_start(0.5, fractions(0.6), False, floor) == 0.5
+    assert line_search_start(0.8, fractions(0.6), True, floor) == 0.8
 
 
 def test_reversed_contacts_stay_majorized_while_the_hessian_is_projected():
-    from solver.newton import MAJORIZE_ITERS, next_majorize
+    from solver.friction_kinks import next_majorize
 
+    iters = 2
     majorize = (np.array([0, 1, 1, 0]), np.array([1]))
     flips = (np.array([True, False, False, False]), np.array([False]))
-    exact = next_majorize(majorize, flips, project=False)
-    assert exact[0].tolist() == [MAJORIZE_ITERS, 0, 0, 0] and exact[1].tolist() == [0]
-    projected = next_majorize(majorize, flips, project=True)
-    assert projected[0].tolist() == [MAJORIZE_ITERS, 1, 1, 0] and projected[1].tolist() == [1]
+    exact = next_majorize(majorize, flips, False, iters)
+    assert exact[0].tolist() == [iters, 0, 0, 0] and exact[1].tolist() == [0]
+    projected = next_majorize(majorize, flips, True, iters)
+    assert projected[0].tolist() == [iters, 1, 1, 0] and projected[1].tolist() == [1]
 
 
 def _weights_ref(model_edges, x, n):
@@ -338,12 +341,12 @@ def test_projected_friction_hessian_minus_its_deficit_is_the_exact_one():
 
 @pytest.mark.parametrize("project", [False, True])
 def test_piece_update_turns_the_hessian_into_the_pieces_hessian(project):
-    """newton.piece_update: the friction Hessian at x plus the rank-1 bends
+    """friction_kinks.piece_update: the friction Hessian at x plus the rank-1 bends
     is the Hessian of every contact on its piece, the projected one included
     (there both sides are clamped at zero: a slip in the blend between static
     and kinetic friction, mu_s > mu_k, has negative exact curvature that the
     projected Hessian does not hold).  Its gradient change likewise."""
-    from solver.newton import piece_update
+    from solver.friction_kinks import piece_update
 
     rng = np.random.default_rng(9)
     eps, n = 1e-3, 6

@@ -11,9 +11,24 @@ import numpy as np
 import pytest
 from test_analytic import slope_scene
 
-from solver import HalfPlane, Scene, SimParams, Simulation
+from solver import HalfPlane, Scene, SimParams, Simulation, friction_kinks
 from solver.assembly import Triplets
-from solver.newton import VERTEX_SLACK, body_imbalance, force_imbalance, vertex_imbalance
+from solver.newton import (
+    Event,
+    Mode,
+    NewtonSettings,
+    body_imbalance,
+    force_imbalance,
+    next_mode,
+    vertex_imbalance,
+)
+from solver.settings import SolverSettings
+
+SLACK = NewtonSettings().vertex_slack
+# every size-switched feature on, whatever the system's size
+ALL_FEATURES = NewtonSettings(
+    projected_start_min_dofs=0, exact_cg_min_dofs=0, regime_rounds_min_dofs=0, release_majorized_min_dofs=0
+)
 
 
 def test_triplets_magnitude_sums_the_absolute_terms():
@@ -27,7 +42,7 @@ def test_triplets_magnitude_sums_the_absolute_terms():
 def test_vertex_imbalance_is_net_over_acting_plus_weight():
     h, g_ref = 0.01, 9.81
     mass = np.array([2.0, 3.0])
-    ip = types.SimpleNamespace(c=types.SimpleNamespace(h=h, pen_mass=mass))
+    ip = types.SimpleNamespace(vertex_weight=lambda g_ref: mass * g_ref * h * h)
     g = np.array([3.0, 4.0, 0.0, 1e-9])  # net forces 5 and 1e-9 (IP units)
     acting = np.array([30.0, 40.0, 0.0, 0.0])  # 50 acting on vertex 0, nothing on vertex 1
     expected = max(5.0 / (50.0 + 2.0 * g_ref * h * h), 1e-9 / (3.0 * g_ref * h * h))
@@ -36,19 +51,21 @@ def test_vertex_imbalance_is_net_over_acting_plus_weight():
 
 
 def _two_bodies(h=0.01):
-    """A namespace standing in for an IncrementalPotential: body 0 = vertices
-    0-2, body 1 = vertices 3-4, vertex 5 a collider; x = x~ (free flight), so
-    each body vertex's scale is its weight, s_i = m_i g h^2."""
+    """A namespace standing in for an IncrementalPotential (what Newton reads
+    of it): body 0 = vertices 0-2, body 1 = vertices 3-4, vertex 5 a
+    collider; x = x~ (free flight), so each body vertex's scale is its
+    weight, s_i = m_i g h^2."""
     x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [5.0, 0.0], [7.0, 0.0], [9.0, 9.0]])
     mass = np.array([1.0, 2.0, 3.0, 1.0, 1.0, 0.0])
-    model = types.SimpleNamespace(
-        owner=np.array([0, 0, 0, 1, 1, 2]),
-        is_collider=np.array([False] * 5 + [True]),
-        body_slices=(slice(0, 3), slice(3, 5)),
+    pen_mass = np.where(mass > 0, mass, 1.0)
+    ip = types.SimpleNamespace(
         mass=mass,
+        n_bodies=2,
+        vertex_body=np.array([0, 0, 0, 1, 1, -1]),
+        vertex_weight=lambda g_ref: pen_mass * g_ref * h * h,
+        inertial_scale=lambda y, g_ref: mass * (g_ref * h * h + np.hypot(*(y - x).T)),
     )
-    consts = types.SimpleNamespace(h=h, pen_mass=np.where(mass > 0, mass, 1.0), x_tilde=x.copy())
-    return types.SimpleNamespace(m=model, c=consts), x
+    return ip, x
 
 
 def test_body_imbalance_sees_net_forces_and_torques_not_internal_ones():
@@ -76,21 +93,21 @@ def test_body_imbalance_sees_net_forces_and_torques_not_internal_ones():
 
 
 def test_force_imbalance_lets_a_vertex_off_by_the_slack_but_not_a_body():
-    """Each vertex may be out of balance by VERTEX_SLACK * force_tol of what
+    """Each vertex may be out of balance by vertex_slack * force_tol of what
     acts on it, the body as a whole only by force_tol: residuals that do not
     cancel within the body are a wrong motion of the body."""
     h, g_ref, tol = 0.01, 9.81, 1e-3
     ip, x = _two_bodies(h)
     acting = np.zeros(12)
-    acting[0::2] = ip.m.mass * g_ref * h * h * 100.0  # pressed: 100 weights act on each vertex
+    acting[0::2] = ip.mass * g_ref * h * h * 100.0  # pressed: 100 weights act on each vertex
     f = 5e-3 * 100 * g_ref * h * h  # 0.5 % of what acts on a vertex of body 1
     g = np.zeros(12)
     g[6:10] = [f, 0.0, -f, 0.0]  # equal and opposite along the body's axis: internal
     assert vertex_imbalance(g, acting, ip, g_ref) == pytest.approx(5e-3 * 100 / (100 + 1), rel=1e-9)
-    assert force_imbalance(g, acting, ip, x, g_ref) <= tol  # 0.5 % locally, nothing for the body
+    assert force_imbalance(g, acting, ip, x, g_ref, SLACK) <= tol  # 0.5 % locally, nothing for the body
     g[8] = f  # now both push the same way: body 1 is pushed by 0.5 % of 100 weights each
-    assert vertex_imbalance(g, acting, ip, g_ref) / VERTEX_SLACK <= tol
-    assert force_imbalance(g, acting, ip, x, g_ref) > tol
+    assert vertex_imbalance(g, acting, ip, g_ref) / SLACK <= tol
+    assert force_imbalance(g, acting, ip, x, g_ref, SLACK) > tol
 
 
 THETA = math.radians(35.0)
@@ -141,16 +158,12 @@ def test_non_convergence_message_names_both_tolerances():
     assert "force imbalance" in failed[0].message and "tolerance 0.001" in failed[0].message
 
 
-def test_a_stalled_line_search_ends_on_the_step_test(monkeypatch):
-    """When the energy cannot resolve a decrease along a small step (the line
-    search only accepts steps of ~1e-12), the forces left are below what the
-    energy can balance: Newton stops, converged iff the step is small."""
-    from solver import newton
-
-    def stalled(ip, x, dx, alpha, cs, energy, slope):
-        return 1e-12, ip.value(x, cs), ip.value(x, cs)
-
-    monkeypatch.setattr(newton, "backtrack", stalled)
+def test_a_stalled_line_search_ends_on_the_step_test():
+    """When the energy cannot resolve a decrease along a small step (here the
+    line search accepts no step at all), the forces left are below what the
+    energy can balance: Newton stops, converged iff the step is small (else
+    the line search's failure ends it)."""
+    stalled = NewtonSettings(min_alpha=2.0)  # above the first trial step: none is tried
     for newton_tol, converged in ((1e3, True), (1e-12, False)):
         scene, _ = _slope(newton_tol=newton_tol, force_tol=1e-9)
         scene = Scene(
@@ -160,9 +173,10 @@ def test_a_stalled_line_search_ends_on_the_step_test(monkeypatch):
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            stats = Simulation(scene).step()
+            stats = Simulation(scene, settings=SolverSettings(newton=stalled)).step()
         assert stats.converged is converged
-        assert stats.newton_iters == (0 if converged else 5)
+        assert stats.newton_iters == (0 if converged else 1)
+        assert converged or "line search failed" in stats.message
 
 
 def test_converged_iterates_balance_their_forces_and_skip_the_checking_solve(monkeypatch):
@@ -194,7 +208,8 @@ def test_converged_iterates_balance_their_forces_and_skip_the_checking_solve(mon
     for solver, ip, fixed, res in converged:
         T = ip.gradient_hessian(res.x, res.contacts)
         g = np.where(np.repeat(fixed, 2), 0.0, T.grad)
-        assert force_imbalance(g, T.magnitude, ip, res.x, solver.g_ref) <= sim.params.force_tol
+        slack = solver.settings.vertex_slack
+        assert force_imbalance(g, T.magnitude, ip, res.x, solver.g_ref, slack) <= sim.params.force_tol
     # a direction per iteration, and one more only where the last step was not
     # small (measured: 271 for 244 iterations in 60 solves; 304 when every solve
     # ended on a direction computed only to measure its step)
@@ -237,15 +252,13 @@ def test_newton_steps_keep_part_of_each_closing_gap():
 
 
 def _squares_iterations(monkeypatch, rounds, steps=120):
-    from solver import newton
     from solver.examples import compressing_squares
 
-    monkeypatch.setattr(newton, "REGIME_MIN_DOFS", 0)  # this scene is below it
-    monkeypatch.setattr(newton, "REGIME_ROUNDS", rounds)
     used = []
-    real = newton._woodbury_step
-    monkeypatch.setattr(newton, "_woodbury_step", lambda *a: used.append(1) or real(*a))
-    sim = Simulation(compressing_squares(n_seg=8))
+    real = friction_kinks.woodbury_step
+    monkeypatch.setattr(friction_kinks, "woodbury_step", lambda *a: used.append(1) or real(*a))
+    # this scene is below the size switches
+    sim = Simulation(compressing_squares(n_seg=8), dataclasses.replace(ALL_FEATURES, regime_rounds=rounds))
     stats = [sim.step() for _ in range(steps)]
     assert all(s.converged for s in stats)
     return sum(s.newton_iters for s in stats), len(used)
@@ -265,7 +278,7 @@ def test_a_reversed_slide_is_modelled_static_first():
     """next_piece: a slip that crosses zero passes the static zone, so a
     sliding contact the step reverses goes static, never straight to the
     opposite slide; from static a contact goes where it lands."""
-    from solver.newton import next_piece
+    from solver.friction_kinks import next_piece
 
     piece = np.array([1, 1, -1, -1, 0, 0, 1], np.int8)
     lands = np.array([-1, 0, 1, 0, 1, -1, 1], np.int8)
@@ -283,32 +296,29 @@ def test_a_block_stopping_within_the_step_is_solved_in_one_round(monkeypatch):
     its top rocks on)."""
     from test_friction_closed_forms import GAP, SIDE, _block, _params
 
-    from solver import newton
-
-    monkeypatch.setattr(newton, "REGIME_MIN_DOFS", 0)  # this scene is below it
     mu, dt, eps_v = 0.5, 0.01, 1e-3
     scene = Scene(
         bodies=(_block((0.0, 0.5 * SIDE + GAP), mu=mu),),
         half_planes=(HalfPlane((0.0, 0.0), (0.0, 1.0), mu, "ground"),),
         params=_params(dt, eps_v),
     )
-    sim = Simulation(scene)
+    sim = Simulation(scene, ALL_FEATURES)  # this scene is below the size switches
     for _ in range(30):
         sim.step()
     sim.v[:, 0] += 0.6 * mu * 9.81 * dt  # friction takes it all within the step
     rounds = []
-    real_rounds, real_woodbury = newton.regime_consistent_step, newton._woodbury_step
+    real_rounds, real_woodbury = friction_kinks.regime_consistent_step, friction_kinks.woodbury_step
 
-    def woodbury(ip, g, factor, fixed_dof, sets, slips, at_x, pieces, project=False):
-        rounds[-1].append([p.copy() for p in pieces])
-        return real_woodbury(ip, g, factor, fixed_dof, sets, slips, at_x, pieces, project)
+    def woodbury(ip, g, factor, fixed_dof, model, settings, project=False):
+        rounds[-1].append([p.copy() for p in model[3]])
+        return real_woodbury(ip, g, factor, fixed_dof, model, settings, project)
 
     def consistent(*args, **kw):
         rounds.append([])
         return real_rounds(*args, **kw)
 
-    monkeypatch.setattr(newton, "_woodbury_step", woodbury)
-    monkeypatch.setattr(newton, "regime_consistent_step", consistent)
+    monkeypatch.setattr(friction_kinks, "woodbury_step", woodbury)
+    monkeypatch.setattr(friction_kinks, "regime_consistent_step", consistent)
     assert sim.step().converged
     first = rounds[0]
     assert len(first) == 1  # one round: its model was consistent
@@ -329,7 +339,7 @@ def _cg_system(seed, n=30, rank=3, scale=0.5):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_exact_model_step_solves_the_exact_hessian_in_rank_plus_one_iterations(seed, monkeypatch):
+def test_exact_model_step_solves_the_exact_hessian_in_rank_plus_one_iterations(seed):
     """CG on H = P - N preconditioned with P: P^-1 H = I - P^-1 N has at
     most rank(N) + 1 distinct eigenvalues, so CG reaches H^-1 (-g) in that
     many iterations; the fixed DOFs stay at zero."""
@@ -344,22 +354,29 @@ def test_exact_model_step_solves_the_exact_hessian_in_rank_plus_one_iterations(s
     Pf[~free, ~free] = 1.0
     H = Pf - Nf
     assert np.linalg.eigvalsh(H).min() > 0
-    monkeypatch.setattr(newton, "CG_TOL", 1e-14)
-    monkeypatch.setattr(newton, "CG_ITERS", 4)
     dx, negative = newton.exact_model_step(
-        lambda b: np.linalg.solve(Pf, b), lambda p: N @ p, g, np.linalg.solve(Pf, -g), free
+        lambda b: np.linalg.solve(Pf, b),
+        lambda p: N @ p,
+        g,
+        np.linalg.solve(Pf, -g),
+        free,
+        NewtonSettings(cg_tol=1e-14, cg_iters=4),
     )
     np.testing.assert_allclose(dx, np.linalg.solve(H, -g), rtol=1e-8, atol=1e-12)
     assert not negative
     assert np.all(dx[~free] == 0.0)
-    monkeypatch.setattr(newton, "CG_ITERS", 2)  # fewer than rank + 1: not there yet
     dx2, _ = newton.exact_model_step(
-        lambda b: np.linalg.solve(Pf, b), lambda p: N @ p, g, np.linalg.solve(Pf, -g), free
+        lambda b: np.linalg.solve(Pf, b),
+        lambda p: N @ p,
+        g,
+        np.linalg.solve(Pf, -g),
+        free,
+        NewtonSettings(cg_tol=1e-14, cg_iters=2),  # fewer than rank + 1: not there yet
     )
     assert not np.allclose(dx2, dx, rtol=1e-6)
 
 
-def test_exact_model_step_starts_with_the_projected_step_at_the_exact_curvature(monkeypatch):
+def test_exact_model_step_starts_with_the_projected_step_at_the_exact_curvature():
     """One iteration: the projected step s = P^-1 (-g) scaled so that the
     exact model is least along it, (-g.s) / (s.H s); more iterations lower
     the exact model further."""
@@ -370,11 +387,11 @@ def test_exact_model_step_starts_with_the_projected_step_at_the_exact_curvature(
     s = np.linalg.solve(P, -g)
     free = np.ones(len(g), bool)
 
-    monkeypatch.setattr(newton, "CG_TOL", 1e-14)
-
     def run(iters):
-        monkeypatch.setattr(newton, "CG_ITERS", iters)
-        dx, negative = newton.exact_model_step(lambda b: np.linalg.solve(P, b), lambda p: N @ p, g, s, free)
+        settings = NewtonSettings(cg_tol=1e-14, cg_iters=iters)
+        dx, negative = newton.exact_model_step(
+            lambda b: np.linalg.solve(P, b), lambda p: N @ p, g, s, free, settings
+        )
         assert not negative
         return dx
 
@@ -388,7 +405,7 @@ def test_exact_model_step_starts_with_the_projected_step_at_the_exact_curvature(
     assert model(run(3)) < model(first) < model(s)
 
 
-def test_exact_model_step_stops_at_negative_curvature(monkeypatch):
+def test_exact_model_step_stops_at_negative_curvature():
     """H indefinite: negative curvature along the first direction returns
     the projected step; along a later one, the iterate before it (a descent
     direction that lowers the exact model)."""
@@ -400,9 +417,9 @@ def test_exact_model_step_stops_at_negative_curvature(monkeypatch):
     free = np.ones(len(g), bool)
     solve = lambda b: np.linalg.solve(P, b)  # noqa: E731
     s = solve(-g)
-    monkeypatch.setattr(newton, "CG_TOL", 1e-14)
+    settings = NewtonSettings(cg_tol=1e-14)
     assert s @ H @ s > 0  # the first direction has positive curvature: CG goes on
-    dx, negative = newton.exact_model_step(solve, lambda p: N @ p, g, s, free)
+    dx, negative = newton.exact_model_step(solve, lambda p: N @ p, g, s, free, settings)
     assert negative  # H shown indefinite
     assert g @ dx < 0 and g @ dx + 0.5 * dx @ H @ dx < 0
     assert not np.allclose(dx, np.linalg.solve(H, -g))  # stopped before the model's saddle
@@ -411,7 +428,7 @@ def test_exact_model_step_stops_at_negative_curvature(monkeypatch):
     g_neg = -P @ V[:, 0]
     s_neg = solve(-g_neg)
     assert s_neg @ H @ s_neg < 0
-    dx, negative = newton.exact_model_step(solve, lambda p: N @ p, g_neg, s_neg, free)
+    dx, negative = newton.exact_model_step(solve, lambda p: N @ p, g_neg, s_neg, free, settings)
     np.testing.assert_array_equal(dx, s_neg)
     assert negative
 
@@ -425,17 +442,16 @@ def test_no_exact_try_after_the_exact_hessian_was_shown_indefinite(monkeypatch):
     from solver import newton
     from solver.examples import pile
 
-    monkeypatch.setattr(newton, "REGIME_MIN_DOFS", 0)
-    calls = []  # (project asked, Direction, |dx|_inf / h)
+    calls = []  # (projected mode asked, Direction, |dx|_inf / h)
     real = newton.Newton._direction
 
-    def direction(self, ip, x, cs, fixed_dof, majorize, project):
-        d = real(self, ip, x, cs, fixed_dof, majorize, project)
-        calls.append((project, d, float(np.abs(d.dx).max()) / self.params.dt))
+    def direction(self, ip, x, cs, fixed_dof, majorize, mode):
+        d = real(self, ip, x, cs, fixed_dof, majorize, mode)
+        calls.append((mode.projected, d, float(np.abs(d.dx).max()) / self.params.dt))
         return d
 
     monkeypatch.setattr(newton.Newton, "_direction", direction)
-    sim = Simulation(pile(12))
+    sim = Simulation(pile(12), ALL_FEATURES)
     tol = sim.params.newton_tol
     firsts = set()
     for _ in range(40):
@@ -448,10 +464,30 @@ def test_no_exact_try_after_the_exact_hessian_was_shown_indefinite(monkeypatch):
     assert any(asked_at_start) and not all(asked_at_start)
     shown = retried = 0
     for i, ((_, d, speed), (asked, _, _)) in enumerate(itertools.pairwise(calls)):
-        if i + 1 not in firsts and d.project and speed < newton.RETRY_EXACT * tol:
+        if i + 1 not in firsts and d.project and speed < sim._newton.settings.retry_exact * tol:
             if d.indefinite:
                 shown += 1
                 assert asked
             else:
                 retried += not asked
     assert shown > 0 and retried > 0  # both branches were exercised
+
+
+def test_the_hessian_mode_transitions():
+    """next_mode, the one place Newton's Hessian mode changes: a solve starts
+    exact unless the last start showed the exact Hessian indefinite (and the
+    system is large enough); a failed exact Hessian goes projected (with CG
+    where that is on); a small projected step not shown indefinite goes back
+    to exact; nothing else changes the mode."""
+    on, off = ALL_FEATURES.features(10), NewtonSettings().features(10)
+    assert next_mode(None, Event.START, on) is Mode.EXACT
+    assert next_mode(None, Event.START_INDEFINITE, on) is Mode.PROJECTED_CG
+    assert next_mode(None, Event.START_INDEFINITE, off) is Mode.EXACT
+    assert next_mode(Mode.EXACT, Event.NOT_DEFINITE, on) is Mode.PROJECTED_CG
+    assert next_mode(Mode.EXACT, Event.NOT_DEFINITE, off) is Mode.PROJECTED
+    for mode in Mode:
+        assert next_mode(mode, None, on) is mode
+    for mode in (Mode.PROJECTED, Mode.PROJECTED_CG):
+        assert next_mode(mode, Event.SMALL_PROJECTED_STEP, on) is Mode.EXACT
+    assert NewtonSettings().features(1000) == ALL_FEATURES.features(1000)
+    assert not any(vars(off).values())

@@ -1,0 +1,194 @@
+"""Newton at friction's kinks: what keeps a Newton step from sending friction
+contacts across the edges of the pieces of their energy.
+
+The lagged friction energy (:mod:`solver.friction`) is piecewise: quadratic
+in the static zone |u| < eps, linear while sliding, with a kink at zero slip
+that the Hessian does not see.  Three remedies, each a switch of
+:class:`~solver.newton.NewtonSettings` (when and how Newton applies them is
+described once, in :mod:`solver.newton`):
+
+- majorizing (:func:`next_majorize`): a contact whose slip a step reversed
+  gets the curvature of the quadratic that majorizes its energy for the next
+  iterations (``friction.hessian(majorize=...)``);
+- the zero-slip stop (:func:`line_search_start`): the line search starts
+  where the first reversed sliding contact reaches zero slip;
+- regime rounds (:func:`regime_consistent_step`): the step is re-solved with
+  each contact on the piece its end point lands it on (Woodbury updates of
+  the step's factorization).
+
+They read the potential through its narrow interface only (friction_sets,
+displacement, h, eps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import friction
+from .linalg import woodbury_solve
+
+
+def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, settings, project=False):
+    """The Newton step dx (N, 2) re-solved, up to settings.regime_rounds times, with
+    each friction contact modelled on the piece of its energy (static,
+    sliding forwards, sliding backwards: :func:`friction.regime`) that the
+    step's end point puts it in, until no contact changes piece.  A contact
+    moves one piece per round (:func:`next_piece`).  project: the Hessian
+    factorized is the PSD-projected one (curvatures clamped at zero).
+
+    With the linear static zone the friction energy is piecewise quadratic,
+    and Newton's model (the pieces at x) sends contacts across the edges of
+    their pieces; the next iteration then corrects only those.  The pieces
+    differ from the model at x by a rank-1 term per contact whose curvature
+    changes (r of them), so a round costs a forward substitution with r
+    right-hand sides and two solves on the factorization of the Hessian
+    (factor, a :class:`~solver.linalg.Factorization`; Woodbury), not a
+    factorization.  A contact that changes piece settings.regime_switches times is
+    held static; majorized contacts keep their model.  All or nothing: when a round
+    would change more than settings.regime_max_contacts curvatures (it would cost
+    more than it saves) or is not a descent direction for the true
+    gradient g (2N,) (the modified Hessian need not be definite), the plain
+    Newton step is returned: a partial correction measured worse than none.
+    After the last round its step is kept.
+    """
+    sets = [(fs, m > 0) for fs, m in zip(ip.friction_sets, majorize, strict=True) if len(fs)]
+    if not sets:
+        return dx
+    disp = ip.displacement(x)
+    slips = [friction.slip(fs, disp) for fs, _ in sets]
+    at_x = [friction.regime(u, ip.eps) for u in slips]
+    pieces = [r.copy() for r in at_x]
+    flips = [np.zeros(len(r), np.int8) for r in at_x]
+    step = dx
+    for _ in range(settings.regime_rounds):
+        changed = False
+        for (fs, held), u, piece, flip in zip(sets, slips, pieces, flips, strict=True):
+            lands = friction.regime(u + friction.slip(fs, step), ip.eps)
+            moved = (lands != piece) & ~held
+            if moved.any():
+                changed = True
+                flip[moved] += 1
+                ahead = next_piece(piece[moved], lands[moved])
+                piece[moved] = np.where(flip[moved] >= settings.regime_switches, 0, ahead)
+        if not changed:
+            return step
+        step = woodbury_step(ip, g, factor, fixed_dof, (sets, slips, at_x, pieces), settings, project)
+        if step is None or not float(np.dot(g, step)) < 0.0:
+            return dx
+        step = step.reshape(-1, 2)
+    return step
+
+
+def next_piece(piece, lands):
+    """(m,) the piece a contact on ``piece`` (m,) is modelled on next when the
+    step lands it on ``lands`` (m,): the next one along its slip's path.  A
+    slip that crosses zero passes the static zone first, so a sliding
+    contact the step reverses goes static, not to the opposite slide: that
+    would flip its whole friction force (2 mu lambda) in the model, and with
+    several such contacts on one body the re-solved step overshoots by
+    orders of magnitude (S4 step 28: slips 60-80 eps sent to +1250 eps) and
+    is rejected as not a descent direction."""
+    return np.where(piece == -lands, 0, lands).astype(piece.dtype)
+
+
+def woodbury_step(ip, g, factor, fixed_dof, model, settings, project=False):
+    """The step with the contacts modelled on other pieces (see
+    :func:`piece_update`; model: its (sets, slips, at_x, pieces)): (2N,),
+    or None when more than settings.regime_max_contacts curvatures change
+    (checked before the dense update columns are built: on a pile they
+    would be N x hundreds) or the update is singular."""
+    n = len(g)
+    dg, bends = piece_update(ip, n, *model, project)
+    if sum(len(dc) for _, _, dc in bends) > settings.regime_max_contacts:
+        return None
+    free = ~fixed_dof
+    W, curvature = update_columns(bends, n)
+    return woodbury_solve(factor, -np.where(free, g + dg, 0.0), W * free[:, None], curvature)
+
+
+def piece_update(ip, n, sets, slips, at_x, pieces, project=False):
+    """How the incremental potential's gradient and Hessian change when the
+    friction contacts whose piece (pieces, per set (m,)) differs from the
+    one at x (at_x) are modelled on it: (dg (n,), bends), the Hessian
+    changing by dc w w^T for each (dofs (k, 2s), w (k, 2s), dc (k,)) in
+    bends, one row per contact whose curvature changes (h^2-scaled).  sets:
+    (FrictionSet, majorized mask) pairs; slips: their slips at x; project:
+    curvatures clamped at zero on both sides, as in the projected Hessian;
+    ip: anything with the step's h and eps (the potential)."""
+    h2 = ip.h * ip.h
+    dg = np.zeros(n)
+    bends = []
+    for (fs, _), u, here, piece in zip(sets, slips, at_x, pieces, strict=True):
+        other = piece != here
+        if not other.any():
+            continue
+        f_piece, c_piece = friction.piece_force_curvature(fs, other, u[other], piece[other], ip.eps)
+        f_here, c_here = friction.force_curvature(fs, other, u[other], ip.eps)
+        if project:
+            c_piece, c_here = np.maximum(c_piece, 0.0), np.maximum(c_here, 0.0)
+        w, dofs = fs.w[other], fs.dofs[other]
+        dg += np.bincount(dofs.ravel(), weights=((h2 * (f_piece - f_here))[:, None] * w).ravel(), minlength=n)
+        dc = h2 * (c_piece - c_here)
+        bend = dc != 0.0
+        bends.append((dofs[bend], w[bend], dc[bend]))
+    return dg, bends
+
+
+def update_columns(bends, n):
+    """(W (n, r), curvature (r,)) of the bends of :func:`piece_update`: one
+    dense column per contact (its w scattered to its DOFs)."""
+    columns, curvatures = [np.zeros((n, 0))], [np.zeros(0)]
+    for dofs, w, dc in bends:
+        k = len(dc)
+        flat = (dofs * k + np.arange(k)[:, None]).ravel()
+        columns.append(np.bincount(flat, weights=w.ravel(), minlength=n * k).reshape(n, k))
+        curvatures.append(dc)
+    return np.concatenate(columns, axis=1), np.concatenate(curvatures)
+
+
+def next_majorize(majorize, flips, hold, iters):
+    """Per friction set, (n,) iterations each contact stays majorized after
+    this one: iters for the contacts this step reverses (flips, (n,) bool),
+    one fewer for the others, except that with hold a contact once
+    reversed stays majorized (while the Hessian is projected, far from the
+    solution where Newton converges only linearly anyway: dropping it lets
+    it flip back and forth; not where the regime rounds model the
+    reversals: there keeping the majorizer cost iterations, S4 60 steps
+    16.58 -> 16.10 per step without it)."""
+    return tuple(
+        np.where(f, iters, np.where(hold & (m > 0), m, np.maximum(m - 1, 0)))
+        for m, f in zip(majorize, flips, strict=True)
+    )
+
+
+def line_search_start(alpha, zero_slip, project, floor):
+    """Where the line search starts: alpha (the feasible step, from CCD),
+    shortened to the zero-slip stop (:func:`kink_step`) unless Newton is
+    on the projected Hessian (project: whether it stays there, i.e. the
+    step was projected and is not yet small enough to retry the exact one).
+    There a contact once reversed stays majorized (its model already stops
+    it at zero slip), so the stop would only catch the first contact
+    reversing anew and hold every body to its zero slip, far from the
+    solution: measured, the pile's compression
+    steps 45.0 -> 40.7 iterations, its first 60 steps 19.72 -> 19.05
+    (docs/solver.md)."""
+    return alpha if project else min(alpha, kink_step(zero_slip, floor))
+
+
+def kink_step(zero_slip, floor):
+    """Where the line search starts, as far as friction is concerned: the
+    fraction of the step at which the first sliding contact it reverses
+    reaches zero slip (zero_slip: per friction set, (n,) fractions, see
+    :class:`~solver.newton.Direction`), unless that is below floor (then 1:
+    backtracking decides).
+
+    A sliding contact has no friction curvature (its potential is linear in
+    the slip), so Newton's step sends its slip far across zero, where the
+    force flips; Armijo then halves the whole step several times, and the
+    next step sends it back.  Stopping at zero slip puts the contact in the
+    static zone, whose curvature the next Newton step sees.  When many
+    contacts reverse at once (a pile landing) the first of them would hold
+    every body to a tiny step, so a fraction below the floor is ignored.
+    """
+    alpha = min((float(f.min(initial=1.0)) for f in zero_slip), default=1.0)
+    return alpha if alpha >= floor else 1.0
