@@ -258,7 +258,10 @@ def _squares_iterations(monkeypatch, rounds, steps=120):
     real = friction_kinks.woodbury_step
     monkeypatch.setattr(friction_kinks, "woodbury_step", lambda *a: used.append(1) or real(*a))
     # this scene is below the size switches
-    sim = Simulation(compressing_squares(n_seg=8), dataclasses.replace(ALL_FEATURES, regime_rounds=rounds))
+    sim = Simulation(
+        compressing_squares(n_seg=8),
+        settings=SolverSettings(newton=dataclasses.replace(ALL_FEATURES, regime_rounds=rounds)),
+    )
     stats = [sim.step() for _ in range(steps)]
     assert all(s.converged for s in stats)
     return sum(s.newton_iters for s in stats), len(used)
@@ -302,7 +305,9 @@ def test_a_block_stopping_within_the_step_is_solved_in_one_round(monkeypatch):
         half_planes=(HalfPlane((0.0, 0.0), (0.0, 1.0), mu, "ground"),),
         params=_params(dt, eps_v),
     )
-    sim = Simulation(scene, ALL_FEATURES)  # this scene is below the size switches
+    sim = Simulation(
+        scene, settings=SolverSettings(newton=ALL_FEATURES)
+    )  # this scene is below the size switches
     for _ in range(30):
         sim.step()
     sim.v[:, 0] += 0.6 * mu * 9.81 * dt  # friction takes it all within the step
@@ -451,7 +456,7 @@ def test_no_exact_try_after_the_exact_hessian_was_shown_indefinite(monkeypatch):
         return d
 
     monkeypatch.setattr(newton.Newton, "_direction", direction)
-    sim = Simulation(pile(12), ALL_FEATURES)
+    sim = Simulation(pile(12), settings=SolverSettings(newton=ALL_FEATURES))
     tol = sim.params.newton_tol
     firsts = set()
     for _ in range(40):
