@@ -17,6 +17,10 @@ import numpy as np
 from test_continue import _full_snapshot, _keys, _record
 
 PROPERTY = "_ipc_checkpoints"
+# Debian's Blender 3.4 does not repeat the solver's float64 bits from one run to the next in one
+# process (np.log there, see scripts/repeatability.py): the float32 shape keys and the records
+# agree, the stored float64 states not always. There the stored entries are compared without them.
+FLOAT64_REPEATABLE = bpy.app.version >= (4, 0, 0)
 
 
 def setup_function():
@@ -57,12 +61,24 @@ def _entry(obj):
 
 
 def _stored(obj):
-    """The stored entry without wall times (which differ between runs)."""
+    """The stored entry without wall times (which differ between runs), and without the
+    solver's float64 states where this Python does not repeat them (FLOAT64_REPEATABLE)."""
     entry = _entry(obj)
     del entry["stats"]["wall_time"]
     for state in entry["states"].values():
         del state["wall_time"]
+        if not FLOAT64_REPEATABLE:
+            del state["solver"], state["min_distance"]
+    if not FLOAT64_REPEATABLE:
+        del entry["solver"], entry["stats"]["collider_distance"], entry["stats"]["min_distance"]
     return entry
+
+
+def _differences(a: dict, b: dict, where="") -> list[str]:
+    """The paths at which two stored entries differ (for the failure message)."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return [] if a == b else [where]
+    return [d for k in sorted(set(a) | set(b)) for d in _differences(a.get(k), b.get(k), f"{where}/{k}")]
 
 
 def _bake_from(frame, **kwargs):
@@ -87,7 +103,9 @@ def test_bake_from_here_unchanged_is_the_bake_in_one_go():
         again = _record(objs)
         assert again[0] == one_go[0], f"from {frame}: shape keys differ from the bake in one go"
         assert again[1:] == one_go[1:], f"from {frame}: records or statistics differ"
-        assert _stored(top) == stored, f"from {frame}: stored solver states differ"
+        assert _stored(top) == stored, (
+            f"from {frame}: stored entry differs: {_differences(_stored(top), stored)}"
+        )
     # and the squares were pressed after frame 13
     kb = top.data.shape_keys.key_blocks
     z = [np.array([v.co[2] for v in kb[f - 1].data]) for f in (13, 30)]
@@ -115,7 +133,7 @@ def test_changed_animation_after_the_frame_is_followed_and_before_it_is_kept():
     # the bake in one go of the changed scene, bit for bit
     assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
     assert _record(objs) == rebaked
-    assert _stored(top) == stored
+    assert _stored(top) == stored, _differences(_stored(top), stored)
 
 
 def test_changes_that_hold_for_all_frames_are_refused_naming_them_and_nothing_changes():
