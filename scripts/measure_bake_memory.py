@@ -73,7 +73,8 @@ def main():
         job.finish()
         wall = time.perf_counter() - t0
         total = peak_mb()
-        entry = json.loads(bpy.context.scene["_ipc_checkpoints"][job.signature])
+        text = bpy.context.scene["_ipc_checkpoints"][job.signature]
+        entry, entry_mb = json.loads(text), len(text) / 2**20
         states = entry["states"]
         state_kb = sum(len(s["solver"]) for s in states.values()) / len(states) / 1024
         keys_mb = sum(len(o.data.shape_keys.key_blocks) * len(o.data.vertices) * 12 for o in objs[:2]) / 2**20
@@ -82,7 +83,7 @@ def main():
             f"states every {args.every}: RSS before the bake {before:.0f} MB, peak while stepping "
             f"{stepping:.0f} MB (+{stepping - before:.0f}), peak overall {total:.0f} MB "
             f"(+{total - before:.0f}); shape keys {keys_mb:.1f} MB; {len(states)} stored states of "
-            f"{state_kb:.0f} kB; stored entry {len(bpy.context.scene['_ipc_checkpoints'][job.signature]) / 2**20:.1f} MB; "
+            f"{state_kb:.0f} kB; stored entry {entry_mb:.1f} MB; "
             f"{wall:.0f} s",
             flush=True,
         )
