@@ -43,6 +43,9 @@ from .solver import Simulation, SolverInputError, touching
 from .solver.collider_check import compact_ranges
 from .solver.validate import check_scene
 
+# Frames turned into shape keys at a time when a bake finishes.
+FINISH_CHUNK = 64
+
 
 @dataclass
 class BakeStats:
@@ -295,9 +298,7 @@ class BakeJob:
                 f"Could not store the solver states of the bake ({err}); nothing was changed"
             ) from err
         for j, (obj, body) in enumerate(zip(self.body_objs, self.inputs, strict=True)):
-            positions = np.stack([f[j] for f in self.frames])
-            local = to_local_frames(body, positions, self.frame_mats[self.base : n, j], plane)
-            self._write_keys(obj, local)
+            self._write_keys(obj, self._local_chunks(j, body, plane))
             s = obj.ipc
             s.is_baked, s.bake_hash, s.bake_partial = True, self.signature, partial
             s.bake_frame_start, s.bake_frame_end = self.frame_start, self.frame_start + n - 1
@@ -308,12 +309,27 @@ class BakeJob:
             put_checkpoint(self, stored)
         return True
 
-    def _write_keys(self, obj, local):
-        """The frames computed (local coordinates from frame_start + base on) as shape keys."""
-        if self.resume is None:
-            write_bake(obj, local, self.frame_start)
-        else:
-            append_bake(obj, local[1:], self.frame_start + self.base + 1)
+    def _local_chunks(self, j, body, plane):
+        """Body j's computed frames in object-local float32 coordinates, FINISH_CHUNK frames at
+        a time (from frame_start + base on), so that writing them needs memory for a chunk,
+        not for every frame at once."""
+        for lo in range(0, len(self.frames), FINISH_CHUNK):
+            part = self.frames[lo : lo + FINISH_CHUNK]
+            mats = self.frame_mats[self.base + lo : self.base + lo + len(part), j]
+            yield to_local_frames(body, np.stack([f[j] for f in part]), mats, plane)
+
+    def _write_keys(self, obj, chunks):
+        """The frames computed as shape keys; the first chunk starts with frame_start + base
+        (the rest mesh, or the last frame of the bake continued: already a key)."""
+        frame = self.frame_start + self.base
+        for i, local in enumerate(chunks):
+            if i > 0:
+                append_bake(obj, local, frame)
+            elif self.resume is None:
+                write_bake(obj, local, self.frame_start)
+            else:
+                append_bake(obj, local[1:], frame + 1)
+            frame += len(local)
 
     def start_preview(self):
         """Show each frame in the viewport as soon as it is computed (modal bake)."""

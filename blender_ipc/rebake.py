@@ -47,16 +47,23 @@ class RebakeJob(BakeJob):
         self.differs: list[str] = []  # bodies whose recomputed frames before F differ
         _check_motion(self, motion)
 
-    def _write_keys(self, obj, local):
-        """local[0] is frame S (the state restarted from): frames S+1 .. F-1 are compared with
-        the kept keys, the keys from F on replaced."""
-        kept = self.from_frame - (self.frame_start + self.base)
-        if not np.array_equal(
-            local[1:kept], _key_coords(obj, self.frame_start, range(self.base + 1, self.base + kept))
-        ):
-            self.differs.append(obj.name)
-        truncate_bake(obj, self.from_frame)
-        append_bake(obj, local[kept:], self.from_frame)
+    def _write_keys(self, obj, chunks):
+        """The first chunk starts with frame S (the state restarted from): frames S+1 .. F-1
+        are compared with the kept keys, the keys from F on replaced."""
+        frame, restart, truncated = self.frame_start + self.base, self.frame_start + self.base, False
+        for local in chunks:
+            frames = frame + np.arange(len(local))
+            again = (frames > restart) & (frames < self.from_frame)
+            kept = _key_coords(obj, self.frame_start, frames[again] - self.frame_start)
+            if not np.array_equal(local[again], kept) and obj.name not in self.differs:
+                self.differs.append(obj.name)
+            new = frames >= self.from_frame
+            if new.any():
+                if not truncated:
+                    truncate_bake(obj, self.from_frame)
+                    truncated = True
+                append_bake(obj, local[new], int(frames[new][0]))
+            frame += len(local)
 
     @property
     def summary(self) -> str:
