@@ -34,13 +34,17 @@ from .reading import (
     read_body,
     separation_report,
 )
-from .resume import Resume, restored_stats
-from .resume import store as store_checkpoint
+from .resume import Resume, keep_state, restored_stats
+from .resume import entry as checkpoint_entry
+from .resume import put as put_checkpoint
 from .shape_keys import add_frame_key, append_bake, begin_keys, remove_keys, to_local_frames, write_bake
 from .signature import input_signature
 from .solver import Simulation, SolverInputError, touching
 from .solver.collider_check import compact_ranges
 from .solver.validate import check_scene
+
+# Frames turned into shape keys at a time when a bake finishes.
+FINISH_CHUNK = 64
 
 
 @dataclass
@@ -110,6 +114,9 @@ class BakeJob:
         self.failure: str | None = None
         self.preview: LivePreview | None = None
         self.started = time.perf_counter()
+        # frame -> the solver state stored every K frames (resume.keep_state; Bake from Here)
+        self.states = {} if resume is None else dict(resume.states)
+        keep_state(self)
 
     @property
     def note(self) -> str:
@@ -216,6 +223,7 @@ class BakeJob:
         self.stats.frames = self.frames_done
         self.stats.collider_lag.append(lag)
         self.stats.collider_distance.append(dist)
+        keep_state(self)
 
     def _failure_message(self, err, frame, substep) -> str:
         """The failure in Blender's words: frame and substep, object and Blender vertex, the
@@ -281,22 +289,47 @@ class BakeJob:
             return False
         plane = self.scene.ipc.plane
         n = self.frames_done
+        # for Continue Bake and Bake from Here, computed before anything is written: a failure
+        # here leaves the scene as it was
+        try:
+            stored = None if partial else checkpoint_entry(self)
+        except (MemoryError, OSError, ValueError) as err:
+            raise IPCError(
+                f"Could not store the solver states of the bake ({err}); nothing was changed"
+            ) from err
         for j, (obj, body) in enumerate(zip(self.body_objs, self.inputs, strict=True)):
-            positions = np.stack([f[j] for f in self.frames])
-            local = to_local_frames(body, positions, self.frame_mats[self.base : n, j], plane)
-            if self.resume is None:
-                write_bake(obj, local, self.frame_start)
-            else:
-                append_bake(obj, local[1:], self.frame_start + self.base + 1)
+            self._write_keys(obj, self._local_chunks(j, body, plane))
             s = obj.ipc
             s.is_baked, s.bake_hash, s.bake_partial = True, self.signature, partial
             s.bake_frame_start, s.bake_frame_end = self.frame_start, self.frame_start + n - 1
             s.bake_frame_goal = self.frame_end
             s.bake_message = self.failure or ""
         self._record_stats()
-        if not partial:
-            store_checkpoint(self)  # for Continue Bake
+        if stored is not None:
+            put_checkpoint(self, stored)
         return True
+
+    def _local_chunks(self, j, body, plane):
+        """Body j's computed frames in object-local float32 coordinates, FINISH_CHUNK frames at
+        a time (from frame_start + base on), so that writing them needs memory for a chunk,
+        not for every frame at once."""
+        for lo in range(0, len(self.frames), FINISH_CHUNK):
+            part = self.frames[lo : lo + FINISH_CHUNK]
+            mats = self.frame_mats[self.base + lo : self.base + lo + len(part), j]
+            yield to_local_frames(body, np.stack([f[j] for f in part]), mats, plane)
+
+    def _write_keys(self, obj, chunks):
+        """The frames computed as shape keys; the first chunk starts with frame_start + base
+        (the rest mesh, or the last frame of the bake continued: already a key)."""
+        frame = self.frame_start + self.base
+        for i, local in enumerate(chunks):
+            if i > 0:
+                append_bake(obj, local, frame)
+            elif self.resume is None:
+                write_bake(obj, local, self.frame_start)
+            else:
+                append_bake(obj, local[1:], frame + 1)
+            frame += len(local)
 
     def start_preview(self):
         """Show each frame in the viewport as soon as it is computed (modal bake)."""

@@ -6,7 +6,7 @@ import time
 import bpy
 from bpy.props import EnumProperty, FloatProperty, IntProperty
 
-from . import adapter, examples, remesh, signature
+from . import adapter, examples, rebake, remesh, signature
 
 _TARGET_ITEMS = [
     ("SELECTED", "Selected", "Selected deformable bodies"),
@@ -261,7 +261,11 @@ class _BakeOperator:
 
     def _finish(self, context, job):
         keep = context.scene.ipc.keep_partial
-        written = job.finish(keep_partial=keep)
+        try:
+            written = job.finish(keep_partial=keep)
+        except adapter.IPCError as err:  # nothing was written
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
         warning = job.warning if written else ""
         if job.failure:
             if warning:
@@ -278,6 +282,10 @@ class _BakeOperator:
                 f"{job.frame_start}-{job.frame_end} kept ({job.new_frames} new) in "
                 f"{job.elapsed():.1f} s; Continue Bake extends it",
             )
+        elif isinstance(job, rebake.RebakeJob):
+            self.report({"INFO"}, job.summary)
+            if job.differs:
+                self.report({"WARNING"}, job.differs_warning)
         elif job.resume is not None:
             self.report(
                 {"INFO"},
@@ -399,6 +407,23 @@ class IPC_OT_continue_bake(_BakeOperator, bpy.types.Operator):
 
     def _job(self, context):
         return adapter.BakeJob(context, resume=adapter.prepare_resume(context, self.target, self.frame_end))
+
+
+class IPC_OT_bake_from_here(_BakeOperator, bpy.types.Operator):
+    """Bake the selected bodies again from the current frame to the end of the frame range,
+    keeping the frames before it (after changing an animation from this frame on); restarts
+    from the solver state stored at or before the frame"""
+
+    bl_idname = "ipc.bake_from_here"
+    bl_label = "Bake from Here"
+    bl_options = {"REGISTER", "UNDO"}
+
+    target: EnumProperty(name="Bake", items=_TARGET_ITEMS, default="SELECTED")
+    frame: IntProperty(name="From Frame", default=0, description="Frame to bake from (0: the current frame)")
+    time_budget_ms: _time_budget()
+
+    def _job(self, context):
+        return rebake.prepare(context, self.target, self.frame or context.scene.frame_current)
 
 
 class _WhileBaking:
@@ -537,6 +562,7 @@ class IPC_OT_make_sim_mesh(bpy.types.Operator):
 CLASSES = (
     IPC_OT_bake,
     IPC_OT_continue_bake,
+    IPC_OT_bake_from_here,
     IPC_OT_cancel_bake,
     IPC_OT_stop_bake,
     IPC_OT_delete_bake,

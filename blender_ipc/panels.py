@@ -89,6 +89,7 @@ def draw_scene(layout, context):
         row.prop(s, "ground_height")
         row.prop(s, "ground_friction")
     col.prop(s, "keep_partial")
+    col.prop(s, "state_every")
 
 
 def draw_bake(layout, context):
@@ -108,6 +109,9 @@ def draw_bake(layout, context):
     if obj is not None and obj.ipc.is_baked and not obj.ipc.bake_partial and obj.ipc.bake_frame_end < end:
         # the frame range was extended after the bake: continue it from its last frame
         layout.operator("ipc.continue_bake", text=f"Continue Bake to Frame {end}", icon="PLAY")
+    now = context.scene.frame_current
+    if obj is not None and obj.ipc.is_baked and obj.ipc.bake_frame_start < now <= obj.ipc.bake_frame_end:
+        layout.operator("ipc.bake_from_here", text=f"Bake from Frame {now}", icon="FRAME_NEXT")
     n = adapter.unselected_bodies(context)
     if n:
         layout.label(text=f"{n} unselected bod{'y' if n == 1 else 'ies'}: obstacles, not baked", icon="INFO")
@@ -115,6 +119,8 @@ def draw_bake(layout, context):
         box = layout.box()
         box.label(text=f"Last bake: {s.stat_frames} frames in {s.stat_wall_time:.1f} s")
         box.label(text=f"Newton iterations: {s.stat_newton_iters}")
+        if s.stat_states:
+            box.label(text=f"Stored solver states: {s.stat_states}, {s.stat_state_bytes / 1024:.0f} kB each")
         draw_distances(box, s)
         if s.stat_message:
             box.label(text=s.stat_message, icon="ERROR")

@@ -352,6 +352,13 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
         description="On a solver failure keep the frames baked so far",
         default=False,
     )
+    state_every: IntProperty(
+        name="Store State Every",
+        description="Frames between the solver states stored with the bake in the .blend, from "
+        "which Bake from Here restarts (fewer frames: faster restarts, a larger file)",
+        default=10,
+        min=1,
+    )
     # Statistics of the last bake (shown in the panel).
     stat_bake_hash: StringProperty(
         options={"HIDDEN"}, description="Input hash of the last bake (its objects' bake_hash)"
@@ -398,6 +405,10 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
     stat_warning: StringProperty(
         options={"HIDDEN"},
         description="Warning of the last bake about colliders that could not follow their animation",
+    )
+    stat_states: IntProperty(options={"HIDDEN"}, description="Solver states stored with the last bake")
+    stat_state_bytes: IntProperty(
+        options={"HIDDEN"}, description="Size of one solver state stored with the last bake [bytes]"
     )
     stat_colliders: CollectionProperty(
         type=IPC_ColliderStat,

@@ -138,8 +138,17 @@ def _motion_signature(obj, h):
 
 # Settings that are not inputs of the simulated motion up to a frame: the end of the frame range
 # (a bake to frame 100 is the first 100 frames of a bake to frame 200, which Continue Bake
-# relies on; the start frame is an input, see _settings_items), statistics, keep-partial.
-_NOT_INPUTS = {"rna_type", "name", "keep_partial", "use_frame_range", "frame_start", "frame_end"}
+# relies on; the start frame is an input, see _settings_items), statistics, keep-partial, the
+# frames between stored solver states.
+_NOT_INPUTS = {
+    "rna_type",
+    "name",
+    "keep_partial",
+    "state_every",
+    "use_frame_range",
+    "frame_start",
+    "frame_end",
+}
 # Settings added after bakes were made, with the value that reproduces those bakes: hashed only
 # away from that value, so that a bake made before the setting existed stays current (and can be
 # continued), while changing the setting still marks the bake outdated.

@@ -572,6 +572,52 @@ def test_enter_and_stop_button_keep_the_frames_and_continue_equals_one_go():
     assert _all_keys(names) == continued, "stopped + continued differs from the bake in one go"
 
 
+def test_bake_from_here_live_esc_and_equal_to_the_bake():
+    """Issue 33, point 1: a finished 16-frame bake with states every 5 frames; at frame 12 the
+    panel offers Bake from Frame 12; run modally it restarts from the state of frame 11 with the
+    live view (the earlier frames bit for bit); Esc leaves the scene and the bake exactly as they
+    were; run to the end with nothing changed, the keys are the bake's bit for bit."""
+    yield from ensure_idle()
+    names = build(16)
+    scene = bpy.context.scene
+    scene.ipc.state_every = 5
+    start_modal_bake()
+    yield from driver.wait_until(lambda: ops.RunningBake.job is None, 120, "the first bake")
+    yield 0.2
+    first = _all_keys(names)
+    assert all(len(k) == 16 for k in first.values())
+    scene.frame_set(12)
+    bpy.context.view_layer.objects.active = bpy.data.objects[names[0]]
+    assert ("ipc.bake_from_here", "Bake from Frame 12") in _panel_calls()
+    with driver.override():
+        bpy.ops.ed.undo_push(message="IPC GUI test: at frame 12")
+    before = harness.snapshot()
+
+    def invoke():
+        with driver.override("PROPERTIES"):
+            result = bpy.ops.ipc.bake_from_here("INVOKE_DEFAULT", time_budget_ms=10)
+        assert result == {"RUNNING_MODAL"}, result
+        return ops.RunningBake.job
+
+    job = invoke()
+    assert job.frames_done == 11, job.frames_done  # restarted at the state of frame 11
+    yield from run_until_frames(13)
+    for n in names:
+        keys = bpy.data.objects[n].data.shape_keys.key_blocks  # the live view
+        assert [_key_coords(kb).tobytes() for kb in keys[:11]] == [c for _, c in first[n][:11]], n
+    assert harness.snapshot(during_bake=True) == before
+    driver.window().event_simulate(type="ESC", value="PRESS")
+    driver.window().event_simulate(type="ESC", value="RELEASE")
+    yield from driver.wait_until(lambda: ops.RunningBake.job is None, 5, "Esc to cancel")
+    yield 0.2
+    assert harness.snapshot() == before, "Esc left the scene changed"
+    assert _all_keys(names) == first, "the cancelled Bake from Here changed the bake"
+    invoke()
+    yield from driver.wait_until(lambda: ops.RunningBake.job is None, 120, "Bake from Here")
+    yield 0.2
+    assert _all_keys(names) == first, "Bake from Here with nothing changed differs from the bake"
+
+
 SCENARIOS = [
     test_esc_cancels_modal_bake_and_scene_is_unchanged,
     test_cancel_button_stops_modal_bake_and_scene_is_unchanged,
@@ -581,6 +627,7 @@ SCENARIOS = [
     test_continue_bake_live_esc_undo_and_equal_to_one_go,
     test_bake_from_a_start_frame,
     test_enter_and_stop_button_keep_the_frames_and_continue_equals_one_go,
+    test_bake_from_here_live_esc_and_equal_to_the_bake,
 ]
 
 driver.run(SCENARIOS, RESULT)
