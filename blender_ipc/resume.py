@@ -1,7 +1,7 @@
 """Continue Bake: a finished bake stores the solver's checkpoint after its last frame in the
 .blend; continuing restores it and computes the later frames, bit for bit as a bake to the later
 end frame done in one go by the same add-on version.  After an add-on update the bake continues
-as long as the solver's state format (``solver.checkpoint.STATE_FORMAT``) is the same; its later
+as long as the solver's state format (``solver.io.checkpoint.STATE_FORMAT``) is the same; its later
 frames are those the new version computes from that state.  A checkpoint of another state format
 is refused: bake again from the start.
 
@@ -42,7 +42,7 @@ from .common import KEY_PREFIX, IPCError, frame_range, is_our_bake
 from .reading import check_bakeable, obstacles
 from .signature import changed_inputs, input_signature, signature_parts
 from .solver import Checkpoint, SolverInputError
-from .solver.checkpoint import OtherStateFormat
+from .solver.io.checkpoint import OtherStateFormat
 
 PROPERTY = "_ipc_checkpoints"
 

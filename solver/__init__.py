@@ -10,8 +10,8 @@ Public API::
                         SolverInputError, ConvergenceError, Checkpoint, SolverSettings)
 """
 
-from .checkpoint import Checkpoint
 from .errors import ConvergenceError, SolverInputError
+from .io.checkpoint import Checkpoint
 from .scene import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
 from .settings import SolverSettings
 from .simulation import Simulation, StepStats, Trajectory, simulate

@@ -1,8 +1,8 @@
-"""``python -m solver ...`` -- see :mod:`solver.cli`."""
+"""``python -m solver ...`` -- see :mod:`solver.io.cli`."""
 
 import sys
 
-from .cli import main
+from .io.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

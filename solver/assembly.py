@@ -5,7 +5,7 @@ stencils idx (n, k); :class:`Triplets` scatters them once into a global
 gradient (bincount) and COO triplets of the Hessian, whose (rows, cols)
 patterns (:func:`block_pattern`) can be precomputed per stencil set.
 :func:`eliminate_fixed` turns the rows and columns of fixed DOFs into the
-identity before the solve (:mod:`solver.linalg`).
+identity before the solve (:mod:`solver.linsolve.linalg`).
 """
 
 import numpy as np
@@ -103,7 +103,7 @@ class Triplets:
 
     def deficit_sink(self, project):
         """The list a kernel appends its projection deficits to, (which,
-        N) pairs (see :func:`~solver.linalg.project_psd`), or None when
+        N) pairs (see :func:`~solver.linsolve.linalg.project_psd`), or None when
         they are not recorded (or nothing is projected)."""
         return [] if project and self.record_deficit else None
 

@@ -19,7 +19,7 @@ arguments and the out-of-range values are selected with ``np.where``.
 import numpy as np
 
 from .distance import distance_sq, distance_sq_derivatives, distance_sq_gradient
-from .linalg import project_psd
+from .linsolve import project_psd
 
 
 def _clip_unit(s):
@@ -82,7 +82,7 @@ def pe_hessian(X, case, coef, dhat, project=True):
 
 def pe_gradient_hessian(X, case, coef, dhat, project=True, deficit=None):
     """Per-stencil gradients (n, 6) and Hessians (n, 6, 6) in one pass;
-    deficit: see :func:`~solver.linalg.project_psd`."""
+    deficit: see :func:`~solver.linsolve.linalg.project_psd`."""
     inv = 1.0 / (dhat * dhat)
     d2, g, H = distance_sq_derivatives(X, case)
     b1, b2 = barrier_d1_d2(d2 * inv)

@@ -9,7 +9,7 @@ of primitives.  The brute-force all-pairs version is kept as a test oracle.
 
 import numpy as np
 
-from .arrays import sorted_unique
+from .linsolve import sorted_unique
 
 BRUTE_FORCE_MAX = 16384  # point-edge box tests up to which the dense test beats hashing
 CELLS_PER_ENTRY = 4  # grids up to this many cells per entry find each cell's edges by counting

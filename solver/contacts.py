@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import barrier
-from .arrays import sorted_unique
 from .broad_phase import candidates, edge_boxes, overlap_matrix, point_boxes
 from .distance import PP0, case_and_distance_sq, closest_point_parameter, point_edge_case
 from .friction import LINEAR, FrictionSet, tangent_weights
+from .linsolve import sorted_unique
 
 
 @dataclass(frozen=True)

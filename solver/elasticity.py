@@ -165,7 +165,7 @@ _UM = np.array([[1.0, 0.0, 0.0, -1.0], [0.0, 1.0, 1.0, 0.0]]) / np.sqrt(2.0)
 
 def projected_stress_derivative(el, F, deficit=None):
     """dP/dF (m, 4, 4) with negative eigenvalues clamped, in closed form;
-    deficit: see :func:`~solver.linalg.project_psd` (here in F's space).
+    deficit: see :func:`~solver.linsolve.linalg.project_psd` (here in F's space).
 
     dP/dF = mu I + phi'' g g^T + phi' d2J with g = d2J vec(F) (J is quadratic).
     Split vec(F) = f+ + f- over the eigenspaces of d2J (eigenvalues +-1):
@@ -238,7 +238,7 @@ def _nodal(el, C, which=slice(None)):
 
 def gradient_hessian(el, x, project=True, deficit=None):
     """Per-element gradients (m, 6) and Hessians (m, 6, 6) sharing F;
-    deficit: see :func:`~solver.linalg.project_psd`."""
+    deficit: see :func:`~solver.linsolve.linalg.project_psd`."""
     F = deformation_gradient(el, x)
     m = len(F)
     J = _det(F)

@@ -190,7 +190,7 @@ def gradient(fs, dx, eps):
 
 def gradient_hessian(fs, dx, eps, project=True, majorize=None, deficit=None):
     """Per-contact gradients (n, 2k) and Hessians (n, 2k, 2k) sharing the
-    slip; deficit: see :func:`~solver.linalg.project_psd`."""
+    slip; deficit: see :func:`~solver.linsolve.linalg.project_psd`."""
     u = slip(fs, dx)
     return _gradient_at(fs, u, eps), _hessian_at(fs, u, eps, project, majorize, deficit)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import friction
-from .linalg import woodbury_solve
+from .linsolve import woodbury_solve
 
 
 def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, settings, project=False):
@@ -42,7 +42,7 @@ def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, settings, 
     differ from the model at x by a rank-1 term per contact whose curvature
     changes (r of them), so a round costs a forward substitution with r
     right-hand sides and two solves on the factorization of the Hessian
-    (factor, a :class:`~solver.linalg.Factorization`; Woodbury), not a
+    (factor, a :class:`~solver.linsolve.linalg.Factorization`; Woodbury), not a
     factorization.  A contact that changes piece settings.regime_switches times is
     held static; majorized contacts keep their model.  All or nothing: when a round
     would change more than settings.regime_max_contacts curvatures (it would cost

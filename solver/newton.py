@@ -56,7 +56,7 @@ import numpy as np
 
 from . import friction_kinks as kinks
 from .contacts import ContactSet
-from .linalg import BandOrdering, NotPositiveDefinite, factorize, solve
+from .linsolve import BandOrdering, NotPositiveDefinite, factorize, solve
 from .profiling import NullTimers
 
 
@@ -440,8 +440,8 @@ def exact_model_step(solve, deficit_product, g, step, free, settings):
 def _factorize(rows, cols, vals, n, method, ordering, project, expected=None):
     """The Cholesky factorization of the system, or None when a projected
     (so positive semidefinite plus mass) one is not numerically definite:
-    :func:`~solver.linalg.solve` then picks its fallback.  An exact one that
-    is not definite raises :class:`~solver.linalg.NotPositiveDefinite`."""
+    :func:`~solver.linsolve.linalg.solve` then picks its fallback.  An exact one that
+    is not definite raises :class:`~solver.linsolve.linalg.NotPositiveDefinite`."""
     try:
         return factorize(rows, cols, vals, n, method, ordering, expected)
     except NotPositiveDefinite:

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import barrier, barrier_stiffness, ccd
-from . import checkpoint as _checkpoint
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
 from .errors import ConvergenceError
 from .friction import MOLLIFIERS, FrictionSet
-from .linalg import BandOrdering
+from .io import checkpoint as _checkpoint
+from .linsolve import BandOrdering
 from .model import build_model
 from .newton import Newton
 from .potential import IncrementalPotential, StepConstants
@@ -146,7 +146,7 @@ class Simulation:
 
     # ------------------------------------------------------------ checkpoints
     def checkpoint(self):
-        """The state after the steps taken so far, as a :class:`~solver.checkpoint.Checkpoint`:
+        """The state after the steps taken so far, as a :class:`~solver.io.checkpoint.Checkpoint`:
         a fresh ``Simulation`` of the same scene restored from it continues bit for bit."""
         return _checkpoint.take(self)
 

@@ -374,7 +374,7 @@ def test_a_bake_stored_by_another_solver_build_of_the_same_state_format_continue
     is not checked: after an add-on update that left the state format alone the bake
     continues (here, with the same arithmetic, bit for bit as in one go)."""
     top, bottom, _ = _scene(end=6)
-    checkpoint = harness.sub("solver.checkpoint")
+    checkpoint = harness.sub("solver.io.checkpoint")
     build = checkpoint.solver_build
     checkpoint.solver_build = lambda: "0123456789abcdef"  # baked by an earlier release
     try:
@@ -393,7 +393,7 @@ def test_a_bake_stored_in_another_state_format_is_refused_and_nothing_changes():
     cannot be continued: Continue Bake says so, naming both formats, instead of failing
     inside the solver, and changes nothing; baking again works."""
     _scene(end=6)
-    checkpoint = harness.sub("solver.checkpoint")
+    checkpoint = harness.sub("solver.io.checkpoint")
     current = checkpoint.STATE_FORMAT
     checkpoint.STATE_FORMAT = current - 1  # as if baked by an earlier release
     try:

@@ -27,7 +27,7 @@ from solver import (
     simulate,
 )
 from solver.examples import square_mesh
-from solver.scene_io import load_scene
+from solver.io.scene_io import load_scene
 
 TRI_V = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
 TRI_T = np.array([[0, 1, 2]])

@@ -1,4 +1,4 @@
-"""solver/arrays.py: sorted_unique against np.unique (values, first indices
+"""solver/linsolve/arrays.py: sorted_unique against np.unique (values, first indices
 of a sorted array, inverse, counts) and sorted_union against np.union1d on
 random integer arrays."""
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver.arrays import sorted_union, sorted_unique
+from solver.linsolve.arrays import sorted_union, sorted_unique
 
 values = st.lists(st.integers(-5, 40), max_size=60)
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import solver
-from solver import cli
 from solver.errors import ConvergenceError
 from solver.examples import compressing_squares, free_fall, square_mesh
-from solver.scene_io import load_scene, save_scene, scene_to_dict
+from solver.io import cli
+from solver.io.scene_io import load_scene, save_scene, scene_to_dict
 from solver.simulation import StepStats, Trajectory
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,9 +22,10 @@ from invariants import (
     segments_intersect,
 )
 
-from solver import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams, Simulation, cli, simulate
+from solver import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams, Simulation, simulate
 from solver.collider_check import collider_status, compact_ranges
 from solver.examples import compressing_squares
+from solver.io import cli
 from solver.model import build_model
 
 DHAT = 0.002

@@ -18,7 +18,7 @@ from solver.examples import (
     pile,
     square_mesh,
 )
-from solver.scene_io import load_scene, scene_to_dict
+from solver.io.scene_io import load_scene, scene_to_dict
 
 
 def signed_areas(v, t):

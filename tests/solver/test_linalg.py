@@ -5,7 +5,7 @@ Cholesky and PCG fallback) against numpy's dense solve, and their positive-defin
 import numpy as np
 import pytest
 
-from solver import linalg
+from solver.linsolve import linalg
 
 
 def spd_coo(rng, n, density=0.02):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import solver
-from solver.scene_io import load_scene
+from solver.io.scene_io import load_scene
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FILES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.json")))

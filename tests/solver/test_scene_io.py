@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from solver import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams, SolverInputError
 from solver.examples import EXAMPLES, compressing_squares, square_mesh
-from solver.scene_io import dumps_scene, load_scene, save_scene, scene_from_dict, scene_to_dict
+from solver.io.scene_io import dumps_scene, load_scene, save_scene, scene_from_dict, scene_to_dict
 
 
 def minimal():

@@ -1,5 +1,5 @@
-"""numpy-only sparse Cholesky (solver/sparse_cholesky.py) and its nested
-dissection (solver/ordering.py): random SPD systems and Newton systems
+"""numpy-only sparse Cholesky (solver/linsolve/sparse_cholesky.py) and its nested
+dissection (solver/linsolve/ordering.py): random SPD systems and Newton systems
 captured from example scenes against a dense solve, the not-positive-definite
 test, reuse of the symbolic analysis, and the solver paths that use it."""
 
@@ -10,13 +10,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import solver.linsolve.sparse_cholesky as sparse_cholesky
 import solver.newton as newton_module
-import solver.sparse_cholesky as sparse_cholesky
-from solver import linalg, simulate
+from solver import simulate
 from solver.examples import compressing_squares, pile
-from solver.ordering import nested_dissection, stencil_edges, vertex_edges, vertex_graph
-from solver.simulation import Simulation
-from solver.sparse_cholesky import (
+from solver.linsolve import linalg
+from solver.linsolve.ordering import nested_dissection, stencil_edges, vertex_edges, vertex_graph
+from solver.linsolve.sparse_cholesky import (
     NotPositiveDefiniteFront,
     SparseCholesky,
     Symbolic,
@@ -25,6 +25,7 @@ from solver.sparse_cholesky import (
     _update_sets,
     triangular_inverse,
 )
+from solver.simulation import Simulation
 from tests.solver.test_numpy_path import STEPS, _child_run
 
 

@@ -220,7 +220,7 @@ def test_distance_in_a_message_shows_why_it_fails():
 def test_one_rule_for_the_library_and_scene_files(changes, problem):
     """The same rule rejects a scene built in Python and the same scene read from JSON, with
     the same words: the library names the body, the file gives the field's path."""
-    from solver.scene_io import load_scene, scene_to_dict
+    from solver.io.scene_io import load_scene, scene_to_dict
 
     scene = with_body(**changes)
     with pytest.raises(SolverInputError) as lib:

@@ -414,7 +414,7 @@ def main(argv=None):
     ap.add_argument("--save", nargs=2, metavar=("INDEX", "PATH"), help="write scene INDEX as JSON")
     a = ap.parse_args(argv)
     if a.save:
-        from solver.scene_io import save_scene
+        from solver.io.scene_io import save_scene
 
         s = make_scene(int(a.save[0]))
         save_scene(s.scene, a.save[1])

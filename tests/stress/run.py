@@ -171,7 +171,7 @@ def _exc_text(exc):
 
 def load_case(path, steps=None):
     """A saved case: scene JSON whose description holds 'steps=N'."""
-    from solver.scene_io import load_scene
+    from solver.io.scene_io import load_scene
 
     with open(path, encoding="utf-8") as fh:
         desc = json.load(fh).get("description", "")
@@ -182,7 +182,7 @@ def load_case(path, steps=None):
 
 def save_case(ss, path, note=""):
     """Write a StressScene as scene JSON; the description records seed and steps."""
-    from solver.scene_io import dumps_scene, scene_to_dict
+    from solver.io.scene_io import dumps_scene, scene_to_dict
 
     d = scene_to_dict(ss.scene)
     d["description"] = (

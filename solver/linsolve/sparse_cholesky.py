@@ -1,7 +1,7 @@
 """numpy-only sparse Cholesky (LL^T) of symmetric positive definite systems.
 
 A multifrontal factorization on the nested-dissection tree of
-:mod:`solver.ordering`, with nodes merged into their parent where that costs
+:mod:`solver.linsolve.ordering`, with nodes merged into their parent where that costs
 few flops (:func:`_amalgamate`).  Each tree node (a separator, or a leaf part)
 owns a contiguous range of the order; its *front* is its own DOFs followed by its
 *update* DOFs (those of ancestors it is coupled to, in the original matrix or

@@ -19,11 +19,11 @@ import time
 
 import numpy as np
 
-from . import simulation as _simulation
-from .collider_check import compact_ranges
-from .errors import ConvergenceError, SolverInputError
-from .examples import DEFAULT_STEPS, EXAMPLES
-from .friction import MOLLIFIERS
+from .. import simulation as _simulation
+from ..collider_check import compact_ranges
+from ..errors import ConvergenceError, SolverInputError
+from ..examples import DEFAULT_STEPS, EXAMPLES
+from ..friction import MOLLIFIERS
 from .scene_io import dumps_scene, load_scene, save_scene, scene_to_dict
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED = 0, 2, 3

@@ -1,5 +1,5 @@
 """Nested dissection of a symmetric pattern, numpy only, for
-:mod:`solver.sparse_cholesky`.
+:mod:`solver.linsolve.sparse_cholesky`.
 
 The Hessian's DOFs come in 2 x 2 vertex blocks (DOFs 2v, 2v + 1): the
 pattern is compressed to the vertex graph (:func:`vertex_graph`), ordered

@@ -3,7 +3,7 @@ assembled by :mod:`solver.assembly`.
 
 With scipy: dense Cholesky for tiny systems, banded Cholesky in a reverse
 Cuthill-McKee order while the band stays narrow (meshes of a few shapes),
-the multifrontal sparse Cholesky of solver/sparse_cholesky.py beyond (nested
+the multifrontal sparse Cholesky of solver/linsolve/sparse_cholesky.py beyond (nested
 dissection; faster than SuperLU), SuperLU for a system that is not positive
 definite.  numpy only (stock Blender): dense for tiny systems, the sparse
 Cholesky beyond (faster than the block-tridiagonal Cholesky in band order it

@@ -12,10 +12,10 @@ What a step depends on besides the scene (the fields of :class:`Checkpoint`):
   it was balanced already (done once, when contact first appears);
 - the contact stencils the last step found at ``x`` (the next step's lagged friction and
   first contact set are built from them, in their order: the order of summation);
-- the linear solver's orderings (:class:`~solver.linalg.BandOrderingState`: the reverse
+- the linear solver's orderings (:class:`~solver.linsolve.linalg.BandOrderingState`: the reverse
   Cuthill-McKee permutation, recomputed only when the band grows, and the sparse
   Cholesky's nested dissection and analysed vertex pairs,
-  :class:`~solver.sparse_cholesky.SparseCholeskyState`, reused while the pattern allows):
+  :class:`~solver.linsolve.sparse_cholesky.SparseCholeskyState`, reused while the pattern allows):
   they depend on the history of the solves and decide the order of the arithmetic;
 - whether Newton starts the next step on the projected Hessian (large systems whose exact
   Hessian the last step's start showed indefinite).
@@ -43,9 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SolverInputError
-from .linalg import BandOrdering, BandOrderingState
-from .sparse_cholesky import SparseCholeskyState
+from ..errors import SolverInputError
+from ..linsolve import BandOrdering, BandOrderingState, SparseCholeskyState
 
 FORMAT = "blender-ipc-checkpoint"
 # 1: the ordering object stored by its attributes (a generic object snapshot)
@@ -69,7 +68,7 @@ def source_hash(directory: Path) -> str:
 def solver_build() -> str:
     """This solver's :func:`source_hash`, computed on first use (only checkpoints need it, not
     importing the solver)."""
-    return source_hash(Path(__file__).parent)
+    return source_hash(Path(__file__).parent.parent)  # the solver package (this is solver/io/)
 
 
 class OtherStateFormat(SolverInputError):

@@ -24,9 +24,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from .errors import SolverInputError
-from .scene import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
-from .validate import SCENE_FILE, check_scene
+from ..errors import SolverInputError
+from ..scene import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
+from ..validate import SCENE_FILE, check_scene
 
 FORMAT_NAME = "blender-ipc-scene"
 FORMAT_VERSION = 1

@@ -1,0 +1,36 @@
+"""The linear solver: sparse symmetric systems assembled as COO triplets, solved by dense,
+banded (scipy) or multifrontal sparse Cholesky (numpy only or scipy), with the fill-reducing
+orderings and the integer-array helpers they need.
+
+This package imports nothing else of the solver; the rest of the solver imports it only through
+the names below.
+"""
+
+from .arrays import sorted_union, sorted_unique
+from .linalg import (
+    BandOrdering,
+    BandOrderingState,
+    Factorization,
+    NotPositiveDefinite,
+    conjugate_gradients,
+    factorize,
+    project_psd,
+    solve,
+    woodbury_solve,
+)
+from .sparse_cholesky import SparseCholeskyState
+
+__all__ = [
+    "BandOrdering",
+    "BandOrderingState",
+    "Factorization",
+    "NotPositiveDefinite",
+    "SparseCholeskyState",
+    "conjugate_gradients",
+    "factorize",
+    "project_psd",
+    "solve",
+    "sorted_union",
+    "sorted_unique",
+    "woodbury_solve",
+]
