@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .barrier_stiffness import BarrierStiffnessSettings
+from .motion_check import MotionCheckSettings
 from .prescribed import PrescribedSettings
 from .start import StartSettings
 
@@ -22,4 +23,5 @@ class SolverSettings:
     start: StartSettings = field(default_factory=StartSettings)
     prescribed: PrescribedSettings = field(default_factory=PrescribedSettings)
     barrier_stiffness: BarrierStiffnessSettings = field(default_factory=BarrierStiffnessSettings)
+    motion: MotionCheckSettings = field(default_factory=MotionCheckSettings)
     newton: object = None  # NewtonSettings (merged from the core branch); None: its defaults
