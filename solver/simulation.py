@@ -34,11 +34,11 @@ from .distance import case_and_distance_sq
 from .errors import ConvergenceError
 from .friction import MOLLIFIERS, FrictionSet
 from .linalg import BandOrdering
-from .model import build_model
 from .newton import Newton
 from .potential import IncrementalPotential, StepConstants
 from .prescribed import PrescribedMotion
 from .profiling import Timers
+from .rest_gaps import fit_dhat
 from .settings import SolverSettings
 from .start import NewtonStart
 from .validate import check_initial_geometry
@@ -85,6 +85,7 @@ class Trajectory:
     body_positions: tuple[np.ndarray, ...]
     collider_positions: tuple[np.ndarray, ...]
     stats: tuple[StepStats, ...]
+    notes: tuple[str, ...] = ()  # what the simulation changed in the scene (Simulation.notes)
 
     @property
     def motion_check_summary(self):
@@ -161,10 +162,16 @@ class Simulation:
     """
 
     def __init__(self, scene, *, settings: SolverSettings | None = None):
+        fit = fit_dhat(scene)  # a body closer than dhat to itself at rest: dhat below its gap
+        scene = fit.scene
+        # what the simulation changed in the scene, and why (for the user)
+        self.notes = (fit.note,) if fit.note else ()
+        for note in self.notes:
+            warnings.warn(note, UserWarning, stacklevel=2)
         self.scene = scene
         self.params = p = scene.params
         self.settings = s = SolverSettings() if settings is None else settings
-        self.model = m = build_model(scene)
+        self.model = m = fit.model
         self.x = m.rest.copy()
         self.v = m.velocity.copy()
         check_initial_geometry(m, self.x, p.dhat)
@@ -514,5 +521,9 @@ def simulate(scene, n_steps, progress=None) -> Trajectory:
         if progress is not None:
             progress(k + 1, n_steps, s)
     return Trajectory(
-        np.array(times), tuple(np.array(b) for b in bodies), tuple(np.array(c) for c in cols), tuple(stats)
+        np.array(times),
+        tuple(np.array(b) for b in bodies),
+        tuple(np.array(c) for c in cols),
+        tuple(stats),
+        sim.notes,
     )
