@@ -212,3 +212,53 @@ def test_point_edge_crossings_simple_cases():
     dY = np.array([[[0.0, 0.0], [0.0, 1.0], [0.0, 1.0]]])
     assert ccd.point_edge_crossings(Y, dY).tolist() == [True]
     assert ccd.point_edge_crossings(np.zeros((0, 3, 2)), np.zeros((0, 3, 2))).shape == (0,)
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def test_the_cli_reports_and_records_the_split_steps(tmp_path, capsys):
+    from solver import cli
+    from solver.scene_io import save_scene
+
+    save_scene(slab_scene(), tmp_path / "slab.json")
+    out = tmp_path / "slab.npz"
+    code = cli.main(
+        ["run", str(tmp_path / "slab.json"), "-o", str(out), "--steps", "4", "--no-strict", "--quiet"]
+    )
+    assert code == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert "solver: motion check: 1 step(s) would have passed a body through another" in err
+    assert "(steps 2)" in err and "warning" not in err
+    d = cli.read_trajectory(out)
+    np.testing.assert_array_equal(d["motion_splits"], [0, 1, 0, 0])
+    np.testing.assert_array_equal(d["substeps"], [1, 2, 1, 1])
+    np.testing.assert_array_equal(d["motion_unresolved"], [0, 0, 0, 0])
+
+
+def test_motion_check_lines_count_the_steps():
+    from solver import cli
+    from solver.simulation import StepStats
+
+    def stats(k, splits=0, substeps=1, left=0):
+        return StepStats(
+            k,
+            0.01 * k,
+            3,
+            True,
+            0.1,
+            0,
+            1.0,
+            0.0,
+            0.0,
+            1e5,
+            "",
+            motion_splits=splits,
+            substeps=substeps,
+            motion_unresolved=left,
+        )
+
+    assert cli.motion_check_lines([stats(1), stats(2)]) == []
+    lines = cli.motion_check_lines([stats(1), stats(2, 1, 2), stats(3, 3, 4), stats(4), stats(5, 4, 5, 1)])
+    assert lines[0].startswith("motion check: 3 step(s)") and "in 11 substeps (steps 2-3, 5)" in lines[0]
+    assert lines[1].startswith("warning: motion check: 1 step(s) still pass") and "(steps 5)" in lines[1]

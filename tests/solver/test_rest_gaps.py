@@ -120,3 +120,19 @@ def test_the_saw_lands_and_its_teeth_never_cross(slope):
     assert gaps.min() > 0.0
     if slope > 0.0:  # the teeth bent towards each other, into the (reduced) barrier
         assert gaps.min() < 0.9 * GAP
+
+
+def test_the_cli_prints_and_records_the_note(tmp_path, capsys):
+    from solver import cli
+    from solver.scene_io import save_scene
+
+    save_scene(saw_scene(), tmp_path / "saw.json")
+    out = tmp_path / "saw.npz"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        code = cli.main(["run", str(tmp_path / "saw.json"), "-o", str(out), "--steps", "2", "--quiet"])
+    assert code == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert "solver: note: dhat reduced from 0.01 to " in err
+    notes = cli.read_trajectory(out)["notes"].tolist()
+    assert len(notes) == 1 and notes[0] in err and "'saw' comes within" in notes[0]
