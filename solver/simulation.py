@@ -337,16 +337,17 @@ class Simulation:
         wall = _time.perf_counter() - t_start
         return _Solved(x, x_prev, target, cs, total_iters, converged, min_alpha, message, res.vertex, wall)
 
-    def _balance_kappa(self, x, x_tilde, cs, h):
+    def _balance_kappa(self, x, x_tilde, cs, h=None):
         """Adaptive stiffness when contact first appears (see
         barrier_stiffness.balanced), from the barrier gradient at kappa = 1.
-        Returns whether a contact was there to balance."""
+        Returns whether a contact was there to balance.  h: the (sub)step
+        length (dt when None)."""
         m, p = self.model, self.params
         unit = build_contact_set(m, cs.idx[~cs.pp], 1.0, p.dhat, p.formulation)
         ip = IncrementalPotential(
             m,
             StepConstants(
-                h=h,
+                h=p.dt if h is None else h,
                 dhat=p.dhat,
                 kappa=1.0,
                 eps=1.0,
