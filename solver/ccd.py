@@ -259,6 +259,13 @@ class _Pair:
         A, E = self.at(i, t)
         return point_segment_distance(A, 0.0, E)
 
+    def within_segment_at(self, i, t):
+        """(m,) bool: the point of pair i projects onto the segment at time t, up
+        to CROSSING_SLACK of its length past either end."""
+        A, E = self.at(i, t)
+        ae, ee = _dot(A, E), _dot(E, E)
+        return (ae >= -CROSSING_SLACK * ee) & (ae <= (1.0 + CROSSING_SLACK) * ee) & (ee > 0.0)
+
     def onto_segment_at(self, i, t):
         """(m,) bool: the point of pair i projects onto the segment at time t."""
         A, E = self.at(i, t)
@@ -404,3 +411,38 @@ def inversion_step(x, dx, tris, eta=0.1, t_max=1.0):
         rr = np.where((rr > 0) & (disc >= 0)[:, None], rr, np.inf)
         roots[q] = rr.min(axis=1)
     return float(min(t_max, roots.min())) if len(roots) else t_max
+
+
+# A crossing's projection onto the segment may fall this far (relative to the
+# segment) outside [0, 1]: a point passing exactly through a vertex is then
+# seen by both edges at that vertex, not lost to rounding between them.
+CROSSING_SLACK = 1e-9
+
+
+def point_edge_crossings(X, dX):
+    """(n,) bool: the point of each stencil meets its segment (distance 0) somewhere
+    along the straight motion X -> X + dX, t in [0, 1].
+
+    X, dX: (n,3,2) stencils [p, e0, e1] and their displacements.  Not a step
+    size (those keep a margin) but the question whether a motion passes one
+    primitive through another: the point lies on the segment's line where
+    c(t) = cross(E, A) = 0 (a quadratic, _Pair.c) and on the segment itself
+    where it also projects onto it.  In 2D two boundaries that do not
+    intersect at the start can only begin to intersect where a vertex of one
+    touches an edge of the other, so the point-edge pairs decide a motion.
+    A pair whose relative motion is shorter than its starting distance
+    cannot reach the segment and is cleared without solving (most pairs).
+    """
+    hit = np.zeros(len(X), bool)
+    if len(X) == 0:
+        return hit
+    d0 = _dist(X)
+    rel = dX - dX[:, 1:2]
+    motion = np.sqrt(rel[:, 0, 0] ** 2 + rel[:, 0, 1] ** 2) + np.sqrt(rel[:, 2, 0] ** 2 + rel[:, 2, 1] ** 2)
+    hit[d0 <= 0.0] = True
+    near = np.flatnonzero((motion >= d0) & (d0 > 0.0))
+    if len(near):
+        P = _Pair(X[near], dX[near])
+        roots = _quadratic_roots(P.c[:, None, :], 1.0)[:, 0]  # (m, 2)
+        hit[near] = np.isfinite(_first_where(roots, P.within_segment_at))
+    return hit

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .barrier_stiffness import BarrierStiffnessSettings
+from .motion_check import MotionCheckSettings
 from .newton import NewtonSettings
 from .prescribed import PrescribedSettings
 from .start import StartSettings
@@ -23,4 +24,5 @@ class SolverSettings:
     start: StartSettings = field(default_factory=StartSettings)
     prescribed: PrescribedSettings = field(default_factory=PrescribedSettings)
     barrier_stiffness: BarrierStiffnessSettings = field(default_factory=BarrierStiffnessSettings)
+    motion: MotionCheckSettings = field(default_factory=MotionCheckSettings)
     newton: NewtonSettings = field(default_factory=NewtonSettings)

@@ -18,13 +18,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time as _time
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import barrier, barrier_stiffness, ccd
+from . import barrier, barrier_stiffness, ccd, motion_check
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
@@ -32,11 +33,11 @@ from .errors import ConvergenceError
 from .friction import MOLLIFIERS, FrictionSet
 from .io import checkpoint as _checkpoint
 from .linsolve import BandOrdering
-from .model import build_model
 from .newton import Newton
 from .potential import IncrementalPotential, StepConstants
 from .prescribed import PrescribedMotion
 from .profiling import Timers
+from .rest_gaps import fit_dhat
 from .settings import SolverSettings
 from .start import NewtonStart
 from .validate import check_initial_geometry
@@ -48,7 +49,7 @@ class StepStats:
 
     step: int  # 1-based index of the step just taken
     time: float  # simulated time after the step [s]
-    newton_iters: int  # Newton iterations used (all penalty rounds)
+    newton_iters: int  # Newton iterations used (all penalty rounds and substeps, split solves too)
     converged: bool
     min_distance: float  # smallest contact distance at the end of the step [m] (inf if nothing near)
     active_contacts: int  # contacts closer than dhat at the end of the step
@@ -63,6 +64,12 @@ class StepStats:
     animated_collider_distance: float = float("inf")
     collider_lags: tuple[float, ...] = ()  # per collider (scene order): max vertex lag [m]
     animated_collider_distances: tuple[float, ...] = ()  # per collider, as above [m]
+    # the motion check (solver/motion_check.py): how often a (sub)step's straight
+    # motion crossed and was split in halves, the substeps taken (1: none), and
+    # the substeps kept although their motion still crosses (at the depth limit)
+    motion_splits: int = 0
+    substeps: int = 1
+    motion_unresolved: int = 0
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,69 @@ class Trajectory:
     body_positions: tuple[np.ndarray, ...]
     collider_positions: tuple[np.ndarray, ...]
     stats: tuple[StepStats, ...]
+    notes: tuple[str, ...] = ()  # what the simulation changed in the scene (Simulation.notes)
+
+    @property
+    def motion_check_summary(self):
+        """(steps split by the motion check, substeps kept although crossing)."""
+        split = sum(1 for s in self.stats if s.motion_splits)
+        return split, sum(s.motion_unresolved for s in self.stats)
+
+
+@dataclass(frozen=True)
+class _Solved:
+    """A Newton solve of one (sub)step: the end state x from x_prev, the
+    prescribed targets, a contact set holding every pair within dhat of x,
+    and how the solve went (iterations over all penalty rounds)."""
+
+    x: np.ndarray
+    x_prev: np.ndarray
+    target: np.ndarray
+    contacts: object
+    iters: int
+    converged: bool
+    min_alpha: float
+    message: str
+    vertex: int
+    wall_time: float
+
+    def merged(self, later):
+        """The two halves of a split step as one: later's end, both efforts."""
+        return _Solved(
+            later.x,
+            self.x_prev,
+            later.target,
+            later.contacts,
+            self.iters + later.iters,
+            self.converged and later.converged,
+            min(self.min_alpha, later.min_alpha),
+            self.message if not self.converged else later.message,
+            self.vertex if not self.converged else later.vertex,
+            self.wall_time + later.wall_time,
+        )
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """The end state of a step: smallest contact distance, contacts closer
+    than dhat, collider lag (max and per collider), animated collider distances."""
+
+    d_min: float
+    n_active: int
+    lag: float
+    col_lags: np.ndarray
+    col_dist: np.ndarray
+
+
+@dataclass
+class _MotionTally:
+    """What the motion check did during one step (see StepStats)."""
+
+    splits: int = 0
+    substeps: int = 0
+    unresolved: int = 0
+    first_unresolved: str = ""
+    rejected_iters: int = 0  # Newton iterations of the solves split afterwards
 
 
 class Simulation:
@@ -91,10 +161,16 @@ class Simulation:
     """
 
     def __init__(self, scene, *, settings: SolverSettings | None = None):
+        fit = fit_dhat(scene)  # a body closer than dhat to itself at rest: dhat below its gap
+        scene = fit.scene
+        # what the simulation changed in the scene, and why (for the user)
+        self.notes = (fit.note,) if fit.note else ()
+        for note in self.notes:
+            warnings.warn(note, UserWarning, stacklevel=2)
         self.scene = scene
         self.params = p = scene.params
         self.settings = s = SolverSettings() if settings is None else settings
-        self.model = m = build_model(scene)
+        self.model = m = fit.model
         self.x = m.rest.copy()
         self.v = m.velocity.copy()
         check_initial_geometry(m, self.x, p.dhat)
@@ -163,11 +239,66 @@ class Simulation:
 
     # ------------------------------------------------------------ stepping
     def step(self):
-        """Advance one time step; returns StepStats (raises ConvergenceError in strict mode)."""
+        """Advance one time step; returns StepStats (raises ConvergenceError in strict mode).
+
+        The step's straight motion is checked (solver/motion_check.py): where a
+        primitive would pass through another, the step is taken again as two
+        halves, recursively (docs/design/step-motion-check.md)."""
+        t_start = _time.perf_counter()
+        h = self.params.dt
+        tally = _MotionTally()
+        solved, summary = self._advance(h, self.time + h, 0, tally)
+        self.step_index += 1
+        return self._step_stats(solved, summary, tally, t_start)
+
+    def _advance(self, h, t_next, depth, tally):
+        """Move the state to time t_next (h after it): one solve, or two of h / 2
+        when the solve's straight motion crosses (depth: halvings so far).
+        Returns (the solves' merged _Solved, the end state's _Summary)."""
+        rewind = (self.kappa, self.kappa_balanced, self._newton.start_projected)
+        solved = self._solve(h, t_next)
+        crossing = self._motion_crossings(solved.x_prev, solved.x)
+        if len(crossing) and depth < self.settings.motion.max_depth:
+            tally.splits += 1
+            tally.rejected_iters += solved.iters
+            self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
+            first, _ = self._advance(0.5 * h, self.time + 0.5 * h, depth + 1, tally)
+            second, summary = self._advance(0.5 * h, t_next, depth + 1, tally)
+            return first.merged(second), summary
+        tally.substeps += 1
+        if len(crossing):
+            tally.unresolved += 1
+            tally.first_unresolved = tally.first_unresolved or motion_check.describe(self.model, crossing)
+        return solved, self._commit(solved, h, t_next)
+
+    def _motion_crossings(self, x0, x1):
+        """(k, 3) stencils meeting along the straight motion x0 -> x1 (none when the check is off)."""
+        if not self.settings.motion.enabled:
+            return np.zeros((0, 3), np.intp)
+        with self.timers("motion_check"):
+            return motion_check.crossing_stencils(self.model, x0, x1)
+
+    def _newton_for(self, h):
+        """The Newton solver of a (sub)step of length h: its step test reads dt.
+        A substep's is built when needed; it shares the fill-reducing order."""
+        if h == self.params.dt:
+            return self._newton
+        p = dataclasses.replace(self.params, dt=h)
+        return Newton(
+            p,
+            self._feasible_step,
+            self._newton.contact_set,
+            self._newton.ordering,
+            self.timers,
+            self.settings.newton,
+        )
+
+    def _solve(self, h, t_next):
+        """Newton's solution for a (sub)step of length h ending at t_next, from
+        the current state, which it does not change (the barrier stiffness
+        aside: balanced when contact first appears).  Returns a _Solved."""
         t_start = _time.perf_counter()
         m, p = self.model, self.params
-        h = p.dt
-        t_next = self.time + h
         x_prev = self.x.copy()
         target = self._prescribed.targets(x_prev, t_next)
         x_tilde = x_prev + h * self.v + h * h * self.gravity
@@ -175,7 +306,7 @@ class Simulation:
         with self.timers("step_setup"):
             fric_cs = self._contact_set_at_state()
             if self.kappa_auto and not self.kappa_balanced:
-                self.kappa_balanced = self._balance_kappa(x_prev, x_tilde, fric_cs)
+                self.kappa_balanced = self._balance_kappa(x_prev, x_tilde, fric_cs, h)
                 fric_cs = self._contact_set(x_prev, x_prev)
             mollifier = MOLLIFIERS[p.friction_mollifier]
             consts = {
@@ -197,9 +328,10 @@ class Simulation:
             x, cs = self._start.guess(x, x_prev + h * self.v, x_tilde, touching)
         total_iters, min_alpha = 0, 1.0
         converged, message = False, ""
+        newton = self._newton_for(h)
         while True:
             budget = p.max_newton_iters - total_iters
-            res = self._newton.solve(ip, x, fixed, budget, cs)
+            res = newton.solve(ip, x, fixed, budget, cs)
             x, cs, message = res.x, res.contacts, res.message
             total_iters += res.iterations
             min_alpha = min(min_alpha, res.min_alpha)
@@ -213,20 +345,20 @@ class Simulation:
             ip = self._potential(consts, penalized, penalty.k_pen)
             cs = None
         # x is Newton's last iterate, and cs holds every pair within dhat of it
-        return self._finish_step(
-            x, x_prev, target, total_iters, converged, min_alpha, message, t_start, cs, res.vertex
-        )
+        wall = _time.perf_counter() - t_start
+        return _Solved(x, x_prev, target, cs, total_iters, converged, min_alpha, message, res.vertex, wall)
 
-    def _balance_kappa(self, x, x_tilde, cs):
+    def _balance_kappa(self, x, x_tilde, cs, h=None):
         """Adaptive stiffness when contact first appears (see
         barrier_stiffness.balanced), from the barrier gradient at kappa = 1.
-        Returns whether a contact was there to balance."""
+        Returns whether a contact was there to balance.  h: the (sub)step
+        length (dt when None)."""
         m, p = self.model, self.params
         unit = build_contact_set(m, cs.idx[~cs.pp], 1.0, p.dhat, p.formulation)
         ip = IncrementalPotential(
             m,
             StepConstants(
-                h=p.dt,
+                h=p.dt if h is None else h,
                 dhat=p.dhat,
                 kappa=1.0,
                 eps=1.0,
@@ -310,13 +442,13 @@ class Simulation:
             )
         return alpha
 
-    def _finish_step(self, x, x_prev, target, iters, converged, min_alpha, message, t_start, cs, vertex=-1):
-        p = self.params
-        self.v = (x - x_prev) / p.dt
+    def _commit(self, solved, h, t_next):
+        """Make a solve of length h the state at t_next; returns its _Summary."""
+        p, x, target = self.params, solved.x, solved.target
+        self.v = (x - solved.x_prev) / h
         self.x = x
-        self.time += p.dt
-        self.step_index += 1
-        d_min, n_active = self._contact_summary(x, cs)
+        self.time = t_next
+        d_min, n_active = self._contact_summary(x, solved.contacts)
         col_lags, col_dist = collider_status(self.model, x, target, p.dhat, self._state_stencils)
         lag = (
             float(np.linalg.norm(x[self.kin_vertices] - target[self.kin_vertices], axis=1).max())
@@ -326,27 +458,44 @@ class Simulation:
         if self.kappa_auto:  # IPC-style stiffening when contacts get too close
             settings = self.settings.barrier_stiffness
             self.kappa = barrier_stiffness.stiffened(self.kappa, self.kappa_min, d_min, p.dhat, settings)
+        return _Summary(d_min, n_active, lag, col_lags, col_dist)
+
+    def _step_stats(self, solved, summary, tally, t_start):
+        """The StepStats of the step just taken (warns or raises as it reports)."""
+        p, s = self.params, summary
+        message = solved.message
+        if tally.unresolved:
+            note = (
+                f"motion check: {tally.unresolved} substep(s) of dt/{2**self.settings.motion.max_depth} "
+                f"still cross ({tally.first_unresolved}); use a smaller time step"
+            )
+            message = f"{message}; {note}" if message else note
+            text = f"step {self.step_index} (t = {self.time:.4g} s): {note}"
+            warnings.warn(text, RuntimeWarning, stacklevel=3)
         stats = StepStats(
             self.step_index,
             self.time,
-            iters,
-            converged,
-            d_min,
-            n_active,
-            min_alpha,
+            solved.iters + tally.rejected_iters,
+            solved.converged,
+            s.d_min,
+            s.n_active,
+            solved.min_alpha,
             _time.perf_counter() - t_start,
-            lag,
+            s.lag,
             self.kappa,
             message,
-            animated_collider_distance=float(col_dist.min(initial=np.inf)),
-            collider_lags=tuple(col_lags.tolist()),
-            animated_collider_distances=tuple(col_dist.tolist()),
+            animated_collider_distance=float(s.col_dist.min(initial=np.inf)),
+            collider_lags=tuple(s.col_lags.tolist()),
+            animated_collider_distances=tuple(s.col_dist.tolist()),
+            motion_splits=tally.splits,
+            substeps=tally.substeps,
+            motion_unresolved=tally.unresolved,
         )
-        if not converged:
-            text = f"step {self.step_index} (t = {self.time:.4g} s): {message}"
+        if not solved.converged:
+            text = f"step {self.step_index} (t = {self.time:.4g} s): {solved.message}"
             if p.strict:
-                raise ConvergenceError(text, step=self.step_index, stats=stats, vertex=vertex)
-            warnings.warn(text, RuntimeWarning, stacklevel=2)
+                raise ConvergenceError(text, step=self.step_index, stats=stats, vertex=solved.vertex)
+            warnings.warn(text, RuntimeWarning, stacklevel=3)
         return stats
 
     def _contact_summary(self, x, cs):
@@ -382,5 +531,9 @@ def simulate(scene, n_steps, progress=None) -> Trajectory:
         if progress is not None:
             progress(k + 1, n_steps, s)
     return Trajectory(
-        np.array(times), tuple(np.array(b) for b in bodies), tuple(np.array(c) for c in cols), tuple(stats)
+        np.array(times),
+        tuple(np.array(b) for b in bodies),
+        tuple(np.array(c) for c in cols),
+        tuple(stats),
+        sim.notes,
     )

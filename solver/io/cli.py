@@ -41,6 +41,9 @@ STAT_FIELDS = (
     "collider_lag",
     "animated_collider_distance",
     "kappa",
+    "motion_splits",
+    "substeps",
+    "motion_unresolved",
 )
 # per-collider diagnostics, written as (S, C) arrays
 COLLIDER_STAT_FIELDS = ("collider_lags", "animated_collider_distances")
@@ -94,7 +97,8 @@ def trajectory_arrays(scene, traj):
         "scene_json": np.array(json.dumps(scene_to_dict(scene))),
     }
     stats = traj.stats
-    dtypes = {"step": np.int64, "newton_iters": np.int64, "active_contacts": np.int64, "converged": bool}
+    counts = ("step", "newton_iters", "active_contacts", "motion_splits", "substeps", "motion_unresolved")
+    dtypes = dict.fromkeys(counts, np.int64) | {"converged": bool}
     for name in STAT_FIELDS:
         out[name] = np.array([getattr(s, name) for s in stats], dtype=dtypes.get(name, float))
     n_col = len(scene.colliders)
@@ -103,6 +107,7 @@ def trajectory_arrays(scene, traj):
         rows = [getattr(s, name) if len(getattr(s, name)) == n_col else (np.nan,) * n_col for s in stats]
         out[name] = np.array(rows, float).reshape(len(stats), n_col)
     out["message"] = np.array([s.message for s in stats], dtype=str).reshape(-1)
+    out["notes"] = np.array(getattr(traj, "notes", ()), dtype=str).reshape(-1)
     return out
 
 
@@ -165,12 +170,15 @@ class Progress:
         elapsed = time.perf_counter() - self.start
         eta = elapsed / step * (n_steps - step) if step else float("nan")
         ok = "" if stats.converged else " NOT CONVERGED"
+        # the motion check split the step (substeps) or left a crossing at its depth limit
+        split = f" substeps={stats.substeps}" if stats.substeps > 1 else ""
+        split += f" CROSSING x{stats.motion_unresolved}" if stats.motion_unresolved else ""
         return (
             f"step {step}/{n_steps} t={stats.time:.3f}s newton={stats.newton_iters} "
             f"contacts={stats.active_contacts} min_d={stats.min_distance:.2e} "
             f"alpha={stats.min_alpha:.2f} lag={stats.collider_lag:.1e} "
             f"col_d={stats.animated_collider_distance:.1e} "
-            f"elapsed {_fmt_seconds(elapsed)} eta {_fmt_seconds(eta)}{ok}"
+            f"elapsed {_fmt_seconds(elapsed)} eta {_fmt_seconds(eta)}{split}{ok}"
         )
 
     def __call__(self, step, n_steps, stats):
@@ -247,8 +255,12 @@ def _simulate_and_write(scene, n_steps, out, args):
     failed = [s.step for s in traj.stats if not s.converged]
     if not args.quiet:
         print(f"wrote {out}: {n_steps} steps, {len(traj.times)} frames", file=sys.stderr)
+    for note in traj.notes:
+        print(f"solver: note: {note}", file=sys.stderr)
     for line in collider_overlaps(scene, traj.stats):
         print(f"solver: warning: {line}", file=sys.stderr)
+    for line in motion_check_lines(traj.stats):
+        print(f"solver: {line}", file=sys.stderr)
     if failed:
         print(
             f"solver: {len(failed)} step(s) did not converge (first: step {failed[0]}); "
@@ -257,6 +269,25 @@ def _simulate_and_write(scene, n_steps, out, args):
         )
         return EXIT_NOT_CONVERGED
     return EXIT_OK
+
+
+def motion_check_lines(stats):
+    """What the motion check did over a run, in words (none when it never fired)."""
+    split = [s.step for s in stats if s.motion_splits]
+    left = [s.step for s in stats if s.motion_unresolved]
+    lines = []
+    if split:
+        substeps = sum(s.substeps for s in stats if s.motion_splits)
+        lines.append(
+            f"motion check: {len(split)} step(s) would have passed a body through another along "
+            f"their straight motion and were taken in {substeps} substeps (steps {compact_ranges(split)})"
+        )
+    if left:
+        lines.append(
+            f"warning: motion check: {len(left)} step(s) still pass a body through another at the "
+            f"smallest substep (steps {compact_ranges(left)}); use a smaller time step"
+        )
+    return lines
 
 
 def collider_overlaps(scene, stats):

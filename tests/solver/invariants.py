@@ -140,6 +140,19 @@ def random_stencil(rng, kind):
     return np.array([p, e0, e1])
 
 
+def sampled_motion_crossings(x0, x1, edges, spacing):
+    """Edge pairs (i, j) that cross somewhere on the straight motion x0 -> x1
+    (N, 2), by brute force: at evenly spaced times, so fine that no vertex moves
+    more than ``spacing`` between two samples (choose it below half the
+    thinnest feature: a vertex cannot then jump over an edge it should have
+    been seen crossing).  Returns the sorted unique pairs, (k, 2)."""
+    x0, x1 = np.asarray(x0, float), np.asarray(x1, float)
+    longest = float(np.linalg.norm(x1 - x0, axis=1).max(initial=0.0))
+    n = max(2, int(np.ceil(longest / spacing)) + 1)
+    found = [crossing_edge_pairs(x0 + t * (x1 - x0), edges) for t in np.linspace(0.0, 1.0, n)]
+    return np.unique(np.concatenate(found).reshape(-1, 2), axis=0)
+
+
 # ------------------------------------------------------------------ input builders
 # (These construct solver inputs; the checkers above never import solver.)
 

@@ -1,0 +1,56 @@
+"""The motion check: is the straight motion of a step free of collisions?
+
+IPC keeps every *state* free of intersections (each Newton iterate is reached
+along a CCD-checked segment), not the straight motion from a step's start to
+its end, which is what an animation shows between two frames.  A fast body
+meeting the end of a thin obstacle can converge on the far side, carried
+around the end by Newton's iterates (docs/design/step-motion-check.md).
+
+:func:`crossing_stencils` finds the point-edge pairs of bodies and colliders
+that meet along x0 -> x1 (every vertex on its straight segment: a collider's
+own motion over the step is part of it): the broad phase over the swept
+boxes, then :func:`solver.ccd.point_edge_crossings` on the candidates, one
+batched kernel.  Half-planes need no check: they do not move, so a vertex's
+distance to one is linear in t and positive at both ends of a step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import ccd
+from .contacts import candidate_stencils
+
+
+@dataclass(frozen=True)
+class MotionCheckSettings:
+    """enabled: check every step's straight motion; max_depth: how many times
+    a step whose motion crosses is split in halves (at most 2**max_depth
+    substeps); a substep still crossing at that depth is kept and reported."""
+
+    enabled: bool = True
+    max_depth: int = 4
+
+
+def crossing_stencils(model, x0, x1):
+    """(k, 3) point-edge stencils [p, e0, e1] whose point meets the edge on the
+    straight motion from x0 to x1 (N, 2)."""
+    st = candidate_stencils(model, x0, x1, 0.0)
+    if len(st) == 0:
+        return st
+    hit = ccd.point_edge_crossings(x0[st], (x1 - x0)[st])
+    return st[hit]
+
+
+def describe(model, stencils):
+    """The objects the first crossing stencil (k, 3), k > 0, belongs to, in words."""
+    p, e0 = stencils[0, 0], stencils[0, 1]
+    a, b = model.names[model.owner[p]], model.names[model.owner[e0]]
+    return f"'{a}' passes through itself" if a == b else f"'{a}' and '{b}' pass through each other"
+
+
+def first_crossing_owners(model, stencils):
+    """(owner of the point, owner of the edge) of every crossing stencil, (k, 2)."""
+    return np.column_stack([model.owner[stencils[:, 0]], model.owner[stencils[:, 1]]])
