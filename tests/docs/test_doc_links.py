@@ -103,3 +103,18 @@ def test_each_design_note_has_its_sections():
     for note in notes:
         headings = [h for level, h in HEADING.findall(note.read_text()) if level == "##"]
         assert headings[:5] == ["Problem", "Rule", "Knobs", "Evidence", "Tests"], note.name
+
+
+def test_design_notes_name_tests_that_exist():
+    defined = {
+        name
+        for path in (ROOT / "tests").rglob("test_*.py")
+        for name in re.findall(r"^def (test_\w+)", path.read_text(), re.M)
+    }
+    for note in sorted((ROOT / "docs" / "design").glob("[0-9][0-9]-*.md")):
+        tests = note.read_text().split("\n## Tests\n", 1)[1]
+        for path in re.findall(r"`(tests/[\w/]+\.py)`", tests):
+            assert (ROOT / path).exists(), f"{note.name}: {path}"
+        named = re.findall(r"`(test_\w+)`", tests)
+        assert named, note.name
+        assert not set(named) - defined, f"{note.name}: {sorted(set(named) - defined)}"
