@@ -119,11 +119,11 @@ def _user_error_classes(trees) -> set[str]:
         names |= more
 
 
-def _raise_messages(path, tree, errors):
+def _raise_messages(tree, errors):
     for node in ast.walk(tree):
-        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            if _called_name(node.exc.func) in errors:
-                yield node.lineno, node.exc.args[0]
+        call = node.exc if isinstance(node, ast.Raise) else None
+        if isinstance(call, ast.Call) and call.args and _called_name(call.func) in errors:
+            yield node.lineno, call.args[0]
 
 
 def _report_messages(tree):
@@ -151,7 +151,7 @@ def messages() -> tuple[list[Message], set[tuple[str, str]]]:
         addon = path.relative_to(ROOT).parts[0] == "blender_ipc"
         errors = solver_errors | ADDON_ERRORS if addon else solver_errors
         sites = [
-            *_raise_messages(path, tree, errors),
+            *_raise_messages(tree, errors),
             *_report_messages(tree),
             *_returned_messages(path, tree, found_functions),
         ]

@@ -5,8 +5,9 @@ must the solver's ``__version__`` and the newest release of CHANGELOG.md."""
 import ast
 import re
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 import solver
 
