@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Build the add-on zip: ``python build_addon.py`` -> ``dist/blender_ipc-<version>.zip``.
 
+The version is the one line of ``VERSION`` (the manifest and bl_info must repeat it).
+
 Layout (one zip for both install routes)::
 
     blender_ipc/__init__.py              bl_info  -> legacy add-on (Blender 3.x, 4.x "Install
@@ -31,12 +33,18 @@ def _source_files(folder: Path):
 
 
 def read_version() -> str:
+    """The release version: the one line of VERSION, which the manifest's ``version`` and
+    bl_info's ``"version"`` must repeat (Blender reads both without running our code)."""
+    version = (ROOT / "VERSION").read_text().strip()
     manifest = (ROOT / PACKAGE / "blender_manifest.toml").read_text()
-    version = re.search(r'^version\s*=\s*"([^"]+)"', manifest, re.M).group(1)
+    in_manifest = re.search(r'^version\s*=\s*"([^"]+)"', manifest, re.M).group(1)
     init = (ROOT / PACKAGE / "__init__.py").read_text()
-    bl_version = re.search(r'"version":\s*\((\d+),\s*(\d+),\s*(\d+)\)', init).groups()
-    if ".".join(bl_version) != version:
-        raise SystemExit(f"version mismatch: manifest {version} vs bl_info {bl_version}")
+    bl_version = ".".join(re.search(r'"version":\s*\((\d+),\s*(\d+),\s*(\d+)\)', init).groups())
+    if not version == in_manifest == bl_version:
+        raise SystemExit(
+            f"version mismatch: VERSION {version}, {PACKAGE}/blender_manifest.toml {in_manifest}, "
+            f"bl_info {bl_version}; write the same version in all three"
+        )
     return version
 
 

@@ -7,8 +7,8 @@
 # Legs:
 #   lint            ruff check + ruff format --check with the pinned ruff (.venv-np2); any finding
 #                   or file to reformat fails it (`make lint` runs the same two commands)
-#   solver-np2      tests/solver + tests/stress + tests/bench with pytest, numpy 2.x   (.venv-np2)
-#   solver-np1      tests/solver + tests/stress + tests/bench with pytest, numpy 1.x   (.venv, the bpy venv)
+#   solver-np2      tests/solver + tests/stress + tests/bench + tests/docs, numpy 2.x  (.venv-np2)
+#   solver-np1      the same with numpy 1.x                                 (.venv, the bpy venv)
 #   addon-bpy       tests/addon with pytest under the bpy 5.0.1 wheel (.venv)
 #   addon-debian    scripts/test_blender_debian.sh: Debian's `blender -b` (3.4) with the built zip
 #   gui             tests/gui/run_gui_tests.sh: Debian's blender GUI under Xvfb (modal bake, Esc,
@@ -33,8 +33,9 @@ ALLOW_SKIPS="${ALLOW_SKIPS:-0}"
 RESULTS=out/test-results
 DEBIAN_RUNNER=scripts/test_blender_debian.sh
 GUI_RUNNER=tests/gui/run_gui_tests.sh
-# Plain-Python tests (no bpy): the solver suite, plus the bench smoke test when present.
-SOLVER_DIRS=(tests/solver tests/stress tests/bench)
+# Plain-Python tests (no bpy): the solver suite, the bench smoke test and the docs' checks
+# (examples run, links resolve, every message documented, versions agree).
+SOLVER_DIRS=(tests/solver tests/stress tests/bench tests/docs)
 
 if [[ $# -gt 0 ]]; then LEGS=("$@"); else LEGS=("${ALL_LEGS[@]}"); fi
 for leg in "${LEGS[@]}"; do
