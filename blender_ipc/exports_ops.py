@@ -121,6 +121,7 @@ def draw_files(layout, context):
         sub.operator("ipc.export_bake", text=label, icon="EXPORT").format = fmt
     if not (exports.available("ALEMBIC") and exports.available("USD")):
         layout.label(text="This Blender build lacks an exporter", icon="INFO")
+    layout.operator("ipc.bake_wedge", icon="RENDERLAYERS")
 
 
 OPERATORS = (IPC_OT_store_pc2, IPC_OT_store_keys, IPC_OT_export_bake)
