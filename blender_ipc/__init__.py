@@ -28,13 +28,20 @@ bl_info = {
 
 import bpy  # noqa: E402
 
-from . import adapter, examples, operators, panels, properties  # noqa: E402
+from . import adapter, examples, exports_ops, operators, panels, properties, wedge_ops  # noqa: E402
 
 # `adapter` and `examples` are imported for scripts (addon.examples.build_compressing_squares).
 __all__ = ["adapter", "bake_cli", "bl_info", "examples", "register", "unregister"]
 
 # One ordered tuple: property groups first (others refer to them), panels last.
-CLASSES = properties.CLASSES + operators.CLASSES + panels.CLASSES
+CLASSES = (
+    properties.CLASSES
+    + operators.CLASSES
+    + exports_ops.OPERATORS
+    + wedge_ops.OPERATORS
+    + panels.CLASSES
+    + exports_ops.PANELS
+)
 
 
 def register():

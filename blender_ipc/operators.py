@@ -485,8 +485,12 @@ class IPC_OT_delete_bake(bpy.types.Operator):
                 {"ERROR"}, f"'{foreign[0]}' has shape keys that are not an IPC bake; nothing was deleted"
             )
             return {"CANCELLED"}
-        for obj in baked:
-            adapter.delete_bake(obj)
+        try:
+            for obj in baked:
+                adapter.delete_bake(obj)  # with its PC2 cache and exports (files next to the .blend)
+        except adapter.IPCError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
         adapter.clear_stats_if_gone(context)
         adapter.discard_unused_checkpoints(context.scene)
         self.report({"INFO"}, f"IPC: deleted the bake of {len(baked)} object(s)")

@@ -29,6 +29,7 @@ from .common import (
     sim_dt,
     transform,
 )
+from .pc2 import cache_modifier
 from .solver import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
 from .solver.geometry import cross, orientation, point_segment_distance, points_in_triangles, signed_areas
 
@@ -149,7 +150,10 @@ def check_bakeable(context, bodies, colliders):
                 f"'{obj.name}': its mesh '{obj.data.name}' is shared by "
                 f"{obj.data.users} objects; make it single-user before baking"
             )
-        mods = [m.name for m in obj.modifiers if m.show_viewport or m.show_render]
+        # (the add-on's own Mesh Cache modifier plays a bake stored as PC2; a new bake replaces it)
+        mods = [
+            m.name for m in obj.modifiers if (m.show_viewport or m.show_render) and m != cache_modifier(obj)
+        ]
         if mods:
             raise IPCError(
                 f"'{obj.name}': modifier '{mods[0]}' would be applied on top of the "

@@ -7,7 +7,9 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
+from .bake_files import remove_exports_of
 from .common import KEY_PREFIX, PLANE_AXES, IPCError, fcurves_of, is_our_bake
+from .pc2 import cache_modifier, remove_cache
 from .reading import BodyInput
 
 
@@ -27,10 +29,14 @@ def _set_linear(id_data, data_path: str):
 
 
 def delete_bake(obj):
-    """Remove the bake: shape keys, their Key datablock and the eval_time action."""
+    """Remove the bake: shape keys, their Key datablock and the eval_time action, or its PC2
+    cache (Mesh Cache modifier and file), and the Alembic/USD exports that hold it."""
+    if obj.type == "MESH" and obj.data.shape_keys is not None and not is_our_bake(obj):
+        raise IPCError(f"'{obj.name}' has shape keys that are not an IPC bake; not deleting them")
+    # the files first: one that cannot be removed leaves this object's bake as it was
+    remove_exports_of(obj.users_scene[0] if obj.users_scene else bpy.context.scene, obj)
+    remove_cache(obj)
     if obj.type == "MESH" and obj.data.shape_keys is not None:
-        if not is_our_bake(obj):
-            raise IPCError(f"'{obj.name}' has shape keys that are not an IPC bake; not deleting them")
         _remove_key_action(obj.data.shape_keys)
         obj.shape_key_clear()
     s = obj.ipc
@@ -128,7 +134,7 @@ def append_bake(obj, local_frames: np.ndarray, first_frame: int):
 
 def write_bake(obj, local_frames: np.ndarray, frame_start: int):
     """One absolute shape key per frame; key 0 is the untouched rest mesh (= frame_start)."""
-    if obj.data.shape_keys is not None:
+    if obj.data.shape_keys is not None or cache_modifier(obj) is not None:
         delete_bake(obj)
     key = begin_keys(obj, frame_start)
     for k in range(1, len(local_frames)):
