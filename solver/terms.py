@@ -38,6 +38,7 @@ import numpy as np
 
 from . import barrier, elasticity, friction
 from .assembly import Triplets, stencil_dofs
+from .links import LinkDamping, LinkSprings
 
 
 class Term(Protocol):
@@ -311,6 +312,8 @@ TERMS = (
     PairFriction,
     HalfPlaneFriction,
     ExternalForce,
+    LinkSprings,
+    LinkDamping,
     PinPenalty,
 )
 FRICTION_TERMS = (PairFriction, HalfPlaneFriction)
