@@ -299,3 +299,19 @@ def test_a_bad_link_in_a_scene_file_names_its_entry():
         SolverInputError, match=r"links\[0\]\.a: missing required field 'barycentric' \(link \"l\"\)"
     ):
         load_scene(data)
+
+
+@pytest.mark.parametrize("kind", ["weld", "pin"])
+def test_a_weld_holds_a_cantilever_a_pin_lets_it_swing(kind):
+    """A horizontal bar held at one end: welded, its tip sags by the weld's
+    compliance only; pinned, it swings down."""
+    bar = rectangle("bar", (0.0, -0.025), (0.5, 0.025), 20, 2)
+    link = Link("root", kind, anchor_at(bar, (0.0, 0.0)), LinkAnchor(position=(0.0, 0.0)))
+    sim = Simulation(Scene((bar,), params=SimParams(), links=(link,)))
+    for _ in range(40):
+        sim.step()
+    drop = -sim.body_positions(0)[:, 1].min() - 0.025
+    if kind == "weld":
+        assert drop < 0.02 * 0.5
+    else:
+        assert drop > 0.2 * 0.5
