@@ -14,6 +14,7 @@ import numpy as np
 from . import elasticity, mesh
 from .broad_phase import BRUTE_FORCE_MAX
 from .geometry import boundary_edges
+from .links import LinkSet, build_links
 from .validate import check_scene
 
 
@@ -79,6 +80,9 @@ class Model:
     arclen: np.ndarray  # (N,) rest arclength of the vertex along its loop
     loop_length: np.ndarray  # (L,) rest length of each loop
     exclusion_radius: float  # pairs closer than this along a boundary loop never contact
+    # (n_owners, n_owners) bool: which objects may touch (collision groups, links), None: all
+    owner_contact: np.ndarray | None = None
+    links: LinkSet | None = None  # the links' springs (solver/links.py), None without links
 
     @property
     def n(self):
@@ -105,11 +109,14 @@ class Model:
         """(n,) bool: which point-edge pairs are eligible for contact.
 
         Excluded: a point and its incident edges, collider against collider,
+        objects sharing no collision group or joined by a link (owner_contact),
         and pairs of the same boundary loop whose rest arclength distance is
         below the exclusion radius (the geodesic neighbourhood N(X) of the
         seeds, r = 2 dhat: without it, meshes finer than dhat would push their
         own boundary neighbours apart at rest)."""
         ok = (p != e0) & (p != e1) & ~(self.is_collider[p] & self.is_collider[e0])
+        if self.owner_contact is not None:  # collision groups, linked bodies
+            ok &= self.owner_contact[self.owner[p], self.owner[e0]]
         same = (self.loop[p] >= 0) & (self.loop[p] == self.loop[e0])
         if same.any():
             L = self.loop_length[self.loop[p[same]]]
@@ -183,6 +190,8 @@ def build_model(scene):
     normals = np.array([np.asarray(p.normal, float) / np.linalg.norm(p.normal) for p in planes]).reshape(
         -1, 2
     )
+    mass = np.concatenate(mass)
+    links = build_links(scene, meshes, body_slices, float(scene.params.dt), mass)
     loop, arclen, loop_length = _boundary_loops(
         rest, np.concatenate(edges_body) if edges_body else np.zeros((0, 2), np.intp), offset
     )
@@ -190,7 +199,7 @@ def build_model(scene):
         names=tuple(names),
         rest=rest,
         velocity=np.concatenate(vel),
-        mass=np.concatenate(mass),
+        mass=mass,
         is_collider=is_collider,
         mu=np.concatenate(mu),
         mu_static=np.concatenate(mu_s),
@@ -214,7 +223,30 @@ def build_model(scene):
         # 2 dhat: boundary points closer than that along the boundary stay at
         # least dhat apart in space around convex corners down to 60 degrees
         exclusion_radius=2.0 * float(scene.params.dhat),
+        owner_contact=owner_contact(scene, links),
+        links=links,
     )
+
+
+def group_masks(scene):
+    """(n_owners,) uint64: each body's and collider's collision groups as bits."""
+    objects = (*scene.bodies, *scene.colliders)
+    bits = [sum(1 << int(g) for g in set(obj.collision_groups)) for obj in objects]
+    return np.array(bits, np.uint64)
+
+
+def owner_contact(scene, links):
+    """(n_owners, n_owners) bool: which objects may touch -- they share a
+    collision group and no link that does not collide joins them -- or None
+    when every pair may (the default: one shared group, no links)."""
+    masks = group_masks(scene)
+    excluded = links.excluded if links is not None else np.zeros((0, 2), np.intp)
+    if np.all(masks == masks[0]) and masks[0] and not len(excluded):
+        return None
+    ok = (masks[:, None] & masks[None, :]) != 0
+    ok[excluded[:, 0], excluded[:, 1]] = False
+    ok[excluded[:, 1], excluded[:, 0]] = False
+    return ok
 
 
 def _boundary_loops(x, edges, n):

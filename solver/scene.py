@@ -1,5 +1,5 @@
 """Scene description: frozen dataclasses for materials, bodies, colliders,
-half-planes, pins and simulation parameters.  Units are SI throughout
+half-planes, pins, links and simulation parameters.  Units are SI throughout
 (metres, seconds, kilograms, pascals).
 
 These are plain data holders; :mod:`solver.validate` checks them and
@@ -62,6 +62,9 @@ class Body:
     material: Material = field(default_factory=Material)
     velocity: np.ndarray | None = None
     pins: tuple[Pin, ...] = ()
+    # the collision groups it belongs to (ints in [0, 64)): it collides with the bodies
+    # and colliders sharing one of them (all in group 0 by default: everything collides)
+    collision_groups: tuple[int, ...] = (0,)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class Collider:
     times: np.ndarray
     positions: np.ndarray
     mu: float = 0.0
+    collision_groups: tuple[int, ...] = (0,)  # as Body.collision_groups
 
     @staticmethod
     def from_rigid(name, local_vertices, edges, times, transforms, mu=0.0):
@@ -105,6 +109,59 @@ class HalfPlane:
     normal: tuple[float, float] = (0.0, 1.0)
     mu: float = 0.4
     name: str = "ground"
+
+
+LINK_KINDS = ("pin", "weld", "spring", "rope")
+
+
+@dataclass(frozen=True)
+class LinkAnchor:
+    """One end of a link: a material point of a body, or a point of the world.
+
+    body: the body's name, or None for a world anchor.
+    On a body: triangle (index into its triangles) and barycentric (3,)
+    coordinates in it (the point follows the triangle; non-negative, summing
+    to 1: inside it).  See :func:`solver.links.anchor_at` to place one at a
+    rest-space point.
+    In the world: position (2,), or an animated one: times (T,) increasing
+    and positions (T, 2) (linear between samples, clamped outside, as a
+    collider's).
+    """
+
+    body: str | None = None
+    triangle: int = 0
+    barycentric: tuple[float, float, float] = (1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0)
+    position: tuple[float, float] = (0.0, 0.0)
+    times: np.ndarray | None = None
+    positions: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link between two anchors (solver/links.py; docs/scene_format.md, "Links").
+
+    kind: 'pin' (the anchors held together, free to rotate), 'weld' (held
+    together with no relative rotation), 'spring' (rest length, stiffness,
+    damping) or 'rope' (a maximum distance only).
+    length: the spring's rest length or the rope's maximum length [m]; None:
+    the anchors' distance at rest (pins and welds: 0, always).
+    stiffness: [N/m]; None: the rigid default (pin, weld, rope; see
+    solver.links.rigid_stiffness); a spring needs one.
+    damping: [N s/m] on the rate of change of a spring's length.
+    break_force: [N] the link is removed after the first step ending with its
+    force above it; None: unbreakable.
+    collide: whether the two linked bodies still collide with each other.
+    """
+
+    name: str
+    kind: str
+    a: LinkAnchor
+    b: LinkAnchor = field(default_factory=LinkAnchor)
+    length: float | None = None
+    stiffness: float | None = None
+    damping: float = 0.0
+    break_force: float | None = None
+    collide: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,3 +224,4 @@ class Scene:
     colliders: tuple[Collider, ...] = ()
     half_planes: tuple[HalfPlane, ...] = ()
     params: SimParams = field(default_factory=SimParams)
+    links: tuple[Link, ...] = ()

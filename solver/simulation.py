@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import barrier, barrier_stiffness, ccd, motion_check
+from . import barrier, barrier_stiffness, ccd, links, motion_check
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
@@ -70,6 +70,7 @@ class StepStats:
     motion_splits: int = 0
     substeps: int = 1
     motion_unresolved: int = 0
+    broken_links: tuple[str, ...] = ()  # the links whose force passed break_force in this step
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,9 @@ class Simulation:
         check_initial_geometry(m, self.x, p.dhat)
         self.time = 0.0
         self.step_index = 0
+        # which links still hold (a breakable one is removed after a step ending above its force)
+        self.link_active = np.ones(len(m.links) if m.links is not None else 0, bool)
+        self._link_step_start = None  # (x, time) the last (sub)step started from
         self.kappa_auto = p.kappa is None
         self.kappa = (
             barrier_stiffness.auto_kappa(scene, s.barrier_stiffness) if self.kappa_auto else float(p.kappa)
@@ -249,7 +253,21 @@ class Simulation:
         tally = _MotionTally()
         solved, summary = self._advance(h, self.time + h, 0, tally)
         self.step_index += 1
-        return self._step_stats(solved, summary, tally, t_start)
+        broken = self._break_links()
+        return self._step_stats(solved, summary, tally, t_start, broken)
+
+    def _break_links(self):
+        """Remove the breakable links whose force at the new state exceeds their
+        break_force (damping measured over the last (sub)step); returns their names."""
+        m = self.model
+        if m.links is None or not self.link_active.any():
+            return ()
+        x_prev, t_prev = self._link_step_start
+        springs = links.step_springs(m.links, self.link_active, x_prev, t_prev, self.time)
+        force = links.link_forces(springs, self.x, len(m.links))
+        broken = self.link_active & (force > m.links.break_force)
+        self.link_active = self.link_active & ~broken
+        return tuple(m.links.names[i] for i in np.flatnonzero(broken))
 
     def _advance(self, h, t_next, depth, tally):
         """Move the state to time t_next (h after it): one solve, or two of h / 2
@@ -320,6 +338,7 @@ class Simulation:
                 "pen_mass": pen_mass,
                 "pair_friction": pair_friction(m, fric_cs, x_prev, p.dhat, mollifier),
                 "plane_friction": plane_friction(m, x_prev, self.kappa, p.dhat, mollifier),
+                "links": links.step_springs(m.links, self.link_active, x_prev, self.time, t_next),
             }
             x, penalty = self._prescribed.first_round(x_prev, target)
             fixed, penalized = self._prescribed.masks(penalty.pending)
@@ -445,6 +464,7 @@ class Simulation:
     def _commit(self, solved, h, t_next):
         """Make a solve of length h the state at t_next; returns its _Summary."""
         p, x, target = self.params, solved.x, solved.target
+        self._link_step_start = (solved.x_prev, self.time)
         self.v = (x - solved.x_prev) / h
         self.x = x
         self.time = t_next
@@ -460,7 +480,7 @@ class Simulation:
             self.kappa = barrier_stiffness.stiffened(self.kappa, self.kappa_min, d_min, p.dhat, settings)
         return _Summary(d_min, n_active, lag, col_lags, col_dist)
 
-    def _step_stats(self, solved, summary, tally, t_start):
+    def _step_stats(self, solved, summary, tally, t_start, broken=()):
         """The StepStats of the step just taken (warns or raises as it reports)."""
         p, s = self.params, summary
         message = solved.message
@@ -490,6 +510,7 @@ class Simulation:
             motion_splits=tally.splits,
             substeps=tally.substeps,
             motion_unresolved=tally.unresolved,
+            broken_links=broken,
         )
         if not solved.converged:
             text = f"step {self.step_index} (t = {self.time:.4g} s): {solved.message}"

@@ -18,7 +18,7 @@ is passed per call):
   majorize: only the friction terms use it (see :func:`friction.hessian`).
 
 ``weight`` is 1 (inertia, pin penalty) or h^2 (the potentials of forces:
-elasticity, barriers, friction, external force): E = sum of the unit terms
+elasticity, barriers, friction, external force, links): E = sum of the unit terms
 + h^2 sum of the others.  The weight is declared rather than folded into the
 terms so that E is summed in the order it always was (see
 :meth:`~solver.potential.IncrementalPotential.value`): the same bits.
@@ -38,6 +38,7 @@ import numpy as np
 
 from . import barrier, elasticity, friction
 from .assembly import Triplets, stencil_dofs
+from .links import LinkDamping, LinkSprings
 
 
 class Term(Protocol):
@@ -311,6 +312,8 @@ TERMS = (
     PairFriction,
     HalfPlaneFriction,
     ExternalForce,
+    LinkSprings,
+    LinkDamping,
     PinPenalty,
 )
 FRICTION_TERMS = (PairFriction, HalfPlaneFriction)

@@ -23,6 +23,7 @@ from .distance import distance_sq, point_edge_case
 from .errors import SolverInputError
 from .friction import MOLLIFIERS
 from .geometry import boundary_edges, edge_use, points_in_triangles, segments_intersect, signed_areas
+from .scene import LINK_KINDS
 
 FORMULATIONS = ("original", "convergent")
 LINEAR_SOLVERS = ("auto", "scipy", "numpy")
@@ -65,6 +66,9 @@ class Naming:
 
     def collider(self, i, name):
         return self.entry("colliders", i, name)
+
+    def link(self, i, name):
+        return Place(f"links[{i}].", f' (link "{name}")') if self.file else Place(f"link '{name}': ")
 
     def half_plane(self, i, name):
         return Place(f"half_planes[{i}].") if self.file else Place(f"half-plane {i} ('{name}'): ")
@@ -331,12 +335,27 @@ def check_pins(place, pins, n):
 
 
 def check_body(place, body):
-    """Material, mesh, velocity and pins of a body; returns its (vertices, triangles)."""
+    """Material, mesh, velocity, pins and groups of a body; returns its (vertices, triangles)."""
     check_material(place, body.material)
     v, t = checked_body_mesh(place, body.vertices, body.triangles)
     check_velocity(place, body.velocity, len(v))
     check_pins(place, body.pins, len(v))
+    check_groups(place, body.collision_groups)
     return v, t
+
+
+MAX_GROUP = 64  # collision groups are bits of a 64-bit mask
+
+
+def check_groups(place, groups):
+    """A list of integers in [0, 64) (empty: collides with no object)."""
+    if isinstance(groups, (str, bytes)) or not hasattr(groups, "__iter__"):
+        place.fail("collision_groups", f"expected a list of integers, got {_describe(groups)}")
+    for i, g in enumerate(groups):
+        if not isinstance(g, (int, np.integer)) or isinstance(g, (bool, np.bool_)) or not 0 <= g < MAX_GROUP:
+            place.fail(
+                f"collision_groups[{i}]", f"expected an integer in [0, {MAX_GROUP}), got {_describe(g)}"
+            )
 
 
 # --------------------------------------------------------------------------- colliders, planes
@@ -363,6 +382,7 @@ def check_collider(place, c, naming=LIBRARY):
         k, i = np.argwhere(short)[0]
         place.fail(f"edges[{i}]", f"zero-length edge at motion sample {k}")
     check_number(place, "mu", c.mu, lo=0)
+    check_groups(place, c.collision_groups)
 
 
 def check_half_plane(place, hp):
@@ -401,7 +421,97 @@ def check_scene(scene, naming=LIBRARY):
         check_collider(naming.collider(i, c.name), c, naming)
     for i, hp in enumerate(scene.half_planes):
         check_half_plane(naming.half_plane(i, hp.name), hp)
+    check_links(scene, meshes, naming)
     return meshes
+
+
+# --------------------------------------------------------------------------- links
+
+ANCHOR_SLACK = 1e-9  # barycentric coordinates this far below 0 still count as inside
+
+
+def check_links(scene, meshes, naming=LIBRARY):
+    """Every link: a known kind, anchors on existing bodies and inside their
+    triangles (or world points), numbers in range; messages name the link."""
+    bodies = {b.name: i for i, b in enumerate(scene.bodies)}
+    seen = set()
+    for i, link in enumerate(scene.links):
+        place = naming.link(i, getattr(link, "name", ""))
+        if not isinstance(link.name, str) or not link.name:
+            place.fail("name", f"expected a non-empty string, got {_describe(link.name)}")
+        if link.name in seen:
+            place.fail("name", f"duplicate link name {link.name!r}")
+        seen.add(link.name)
+        _choice(place, "kind", link.kind, LINK_KINDS)
+        check_anchor(place, "a", link.a, bodies, meshes, world=False)
+        check_anchor(place, "b", link.b, bodies, meshes, world=True)
+        _check_link_numbers(place, link)
+
+
+def _check_link_numbers(place, link):
+    if link.length is not None:
+        if link.kind in ("pin", "weld"):
+            place.fail(
+                "length", f"a {link.kind} has no length (its anchors are held together), got {link.length!r}"
+            )
+        check_number(place, "length", link.length, lo=0)
+    if link.stiffness is not None:
+        check_number(place, "stiffness", link.stiffness, lo=0, lo_open=True)
+    elif link.kind == "spring":
+        place.fail(
+            "stiffness", "a spring needs a stiffness [N/m] (only pins, welds and ropes have a default)"
+        )
+    check_number(place, "damping", link.damping, lo=0)
+    if link.damping and link.kind != "spring":
+        place.fail("damping", f"only springs are damped, this is a {link.kind}")
+    if link.break_force is not None:
+        check_number(place, "break_force", link.break_force, lo=0, lo_open=True)
+    if not isinstance(link.collide, (bool, np.bool_)):
+        place.fail("collide", f"expected true or false, got {_describe(link.collide)}")
+
+
+def check_anchor(place, end, anchor, bodies, meshes, world):
+    """A body's material point (triangle in range, barycentric coordinates
+    inside it) or, where world is allowed, a fixed or animated world point."""
+    if anchor.body is None:
+        if not world:
+            place.fail(f"{end}.body", "the first anchor must be on a body (the second may be a world point)")
+        if anchor.times is None:
+            if anchor.positions is not None:
+                place.fail(f"{end}.times", "give both times and positions, or neither (a fixed point)")
+            value = (
+                np.asarray(anchor.position, float)
+                if all(map(_is_number, np.ravel(anchor.position)))
+                else None
+            )
+            if value is None or value.shape != (2,) or not np.all(np.isfinite(value)):
+                place.fail(f"{end}.position", f"expected two finite numbers, got {anchor.position!r}")
+            return
+        if anchor.positions is None:
+            place.fail(f"{end}.positions", "give both times and positions, or neither (a fixed point)")
+        pos = np.asarray(anchor.positions, float)
+        check_samples(
+            place, f"{end}.times", f"{end}.positions", anchor.times, pos[:, None] if pos.ndim == 2 else pos, 1
+        )
+        return
+    if anchor.body not in bodies:
+        place.fail(f"{end}.body", f"no body named {anchor.body!r}")
+    _, t = meshes[bodies[anchor.body]]
+    tri = anchor.triangle
+    if not isinstance(tri, (int, np.integer)) or isinstance(tri, (bool, np.bool_)) or not 0 <= tri < len(t):
+        place.fail(
+            f"{end}.triangle",
+            f"expected a triangle index in [0, {len(t)}) of body {anchor.body!r}, got {_describe(tri)}",
+        )
+    w = np.asarray(anchor.barycentric, float) if all(map(_is_number, np.ravel(anchor.barycentric))) else None
+    if w is None or w.shape != (3,) or not np.all(np.isfinite(w)):
+        place.fail(f"{end}.barycentric", f"expected three finite numbers, got {anchor.barycentric!r}")
+    if np.any(w < -ANCHOR_SLACK) or abs(w.sum() - 1.0) > 1e-6:
+        place.fail(
+            f"{end}.barycentric",
+            f"the anchor is outside triangle {tri} of body {anchor.body!r} "
+            f"(barycentric coordinates {w.tolist()} must be >= 0 and sum to 1)",
+        )
 
 
 def check_initial_geometry(model, x, dhat):
@@ -443,6 +553,8 @@ def _check_edge_crossings(model, x, names):
     share = (ea[:, 0] == eb[:, 0]) | (ea[:, 0] == eb[:, 1]) | (ea[:, 1] == eb[:, 0]) | (ea[:, 1] == eb[:, 1])
     both_col = model.is_collider[ea[:, 0]] & model.is_collider[eb[:, 0]]
     keep = (ai < bi) & ~share & ~both_col
+    if model.owner_contact is not None:  # objects that never touch may overlap
+        keep &= model.owner_contact[model.owner[ea[:, 0]], model.owner[eb[:, 0]]]
     ea, eb = ea[keep], eb[keep]
     cross = segments_intersect(x[ea[:, 0]], x[ea[:, 1]], x[eb[:, 0]], x[eb[:, 1]])
     if cross.any():
@@ -463,6 +575,8 @@ def _check_containment(model, x, names):
     probes = np.concatenate([np.unique(tri_comp), [sl.start for sl in model.collider_slices]])
     for r in probes.astype(np.intp):
         inside = (tri_comp != r) & points_in_triangles(x[r], a, b, c)
+        if model.owner_contact is not None:  # objects that never touch may overlap
+            inside &= model.owner_contact[model.owner[r], model.owner[tris[:, 0]]]
         if inside.any():
             guest, host = names[model.owner[r]], names[model.owner[tris[int(np.argmax(inside)), 0]]]
             if guest == host:

@@ -18,7 +18,10 @@ What a step depends on besides the scene (the fields of :class:`Checkpoint`):
   :class:`~solver.linsolve.sparse_cholesky.SparseCholeskyState`, reused while the pattern allows):
   they depend on the history of the solves and decide the order of the arithmetic;
 - whether Newton starts the next step on the projected Hessian (large systems whose exact
-  Hessian the last step's start showed indefinite).
+  Hessian the last step's start showed indefinite);
+- which links still hold (breakable links break), stored only for scenes with links (absent:
+  all hold, which is all a checkpoint taken before links existed can mean: the state format
+  is unchanged).
 
 Everything is stored exactly, field by field: arrays as ``.npz`` bytes (float64 bit
 patterns), the text form is base64 of those bytes.
@@ -98,6 +101,7 @@ class Checkpoint:
     fingerprint: str  # of the model it was taken from (vertices, triangles, masses, dt)
     start_projected: bool = False  # Newton.start_projected: the next solve starts projected
     solver_build: str = ""  # the solver_build() that took it
+    links_active: np.ndarray | None = None  # (n_links,) bool: which links hold; None: all
 
     def to_bytes(self) -> bytes:
         arrays = {
@@ -114,6 +118,9 @@ class Checkpoint:
             arrays, "state_stencils", None if self.state_stencils is None else np.asarray(self.state_stencils)
         )
         _put_ordering(arrays, self.ordering)
+        _put(
+            arrays, "links_active", None if self.links_active is None else np.asarray(self.links_active, bool)
+        )
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)
         return buf.getvalue()
@@ -140,6 +147,7 @@ class Checkpoint:
                     fingerprint=meta[2],
                     start_projected=bool(z["start_projected"]),
                     solver_build=meta[3],
+                    links_active=_get(z, "links_active"),
                 )
         except (OSError, ValueError, KeyError, IndexError) as err:
             if isinstance(err, SolverInputError):
@@ -235,6 +243,7 @@ def take(sim) -> Checkpoint:
         fingerprint=model_fingerprint(sim.model, sim.params),
         start_projected=bool(sim._newton.start_projected),
         solver_build=solver_build(),
+        links_active=sim.link_active.copy() if len(sim.link_active) else None,
     )
 
 
@@ -257,3 +266,9 @@ def restore(sim, cp: Checkpoint):
     sim._state_stencils = None if cp.state_stencils is None else np.array(cp.state_stencils, np.intp)
     sim._newton.ordering = BandOrdering.from_state(cp.ordering)
     sim._newton.start_projected = bool(cp.start_projected)
+    active = (
+        np.ones(len(sim.link_active), bool) if cp.links_active is None else np.asarray(cp.links_active, bool)
+    )
+    if active.shape != sim.link_active.shape:
+        raise SolverInputError(f"checkpoint: {len(active)} links, the scene has {len(sim.link_active)}")
+    sim.link_active = active.copy()

@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import SolverInputError
-from ..scene import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
+from ..scene import Body, Collider, HalfPlane, Link, LinkAnchor, Material, Pin, Scene, SimParams
 from ..validate import SCENE_FILE, check_scene
 
 FORMAT_NAME = "blender-ipc-scene"
@@ -187,7 +187,7 @@ def _times(value, path):
 # --------------------------------------------------------------------------
 
 _TOP_REQUIRED = ("format", "version", "bodies")
-_TOP_OPTIONAL = ("colliders", "half_planes", "params", "description")
+_TOP_OPTIONAL = ("colliders", "half_planes", "params", "description", "links")
 
 
 def load_scene(path_or_dict) -> Scene:
@@ -238,7 +238,9 @@ def scene_from_dict(data) -> Scene:
     planes = tuple(_parse_half_plane(h, f"half_planes[{i}]", i) for i, h in enumerate(planes_raw))
 
     params = _parse_params(data.get("params", {}), "params")
-    scene = Scene(bodies=bodies, colliders=colliders, half_planes=planes, params=params)
+    links_raw = _list(data.get("links", []), "links")
+    links = tuple(_parse_link(k, f"links[{i}]") for i, k in enumerate(links_raw))
+    scene = Scene(bodies=bodies, colliders=colliders, half_planes=planes, params=params, links=links)
     check_scene(scene, SCENE_FILE)
     return _unit_normals(scene)
 
@@ -268,7 +270,9 @@ def _vec2(value, path):
 
 
 def _parse_body(data, path):
-    _object(data, path, ("name", "vertices", "triangles"), ("material", "velocity", "pins"))
+    _object(
+        data, path, ("name", "vertices", "triangles"), ("material", "velocity", "pins", "collision_groups")
+    )
     name = _name(data["name"], _join(path, "name"))
     try:
         return _parse_body_fields(data, path, name)
@@ -284,7 +288,14 @@ def _parse_body_fields(data, path, name):
     if data.get("velocity") is not None:
         velocity = _parse_velocity(data["velocity"], _join(path, "velocity"), len(verts))
     pins = _parse_pins(data.get("pins", []), _join(path, "pins"), len(verts))
-    return Body(name=name, vertices=verts, triangles=tris, material=material, velocity=velocity, pins=pins)
+    groups = _groups(data, path)
+    return Body(name, verts, tris, material, velocity, pins, groups)
+
+
+def _groups(data, path):
+    """The optional collision_groups list (default: group 0); its entries are
+    checked by validate.check_groups."""
+    return tuple(_list(data.get("collision_groups", [0]), _join(path, "collision_groups")))
 
 
 _MATERIAL_KEYS = ("E", "nu", "density", "mu", "mu_static")
@@ -330,7 +341,7 @@ def _parse_pin(data, path, n):
 
 
 def _parse_collider(data, path):
-    _object(data, path, ("name", "edges"), ("vertices", "mu", "motion"))
+    _object(data, path, ("name", "edges"), ("vertices", "mu", "motion", "collision_groups"))
     name = _name(data["name"], _join(path, "name"))
     try:
         return _parse_collider_fields(data, path, name)
@@ -375,7 +386,8 @@ def _parse_collider_fields(data, path, name):
         times, pos = _collider_motion(motion, mpath, kind, verts)
 
     edges = _array(data["edges"], _join(path, "edges"), (None, 2), integer=True)
-    return Collider(name=name, vertices=pos[0].copy(), edges=edges, times=times, positions=pos, mu=mu)
+    groups = _groups(data, path)
+    return Collider(name, pos[0].copy(), edges, times, pos, mu, groups)
 
 
 def _collider_motion(motion, mpath, kind, local):
@@ -501,6 +513,8 @@ def scene_to_dict(scene: Scene) -> dict:
         for h in scene.half_planes
     ]
     out["params"] = _params_to_dict(scene.params)
+    if scene.links:
+        out["links"] = [_link_to_dict(k) for k in scene.links]
     return out
 
 
@@ -522,6 +536,7 @@ def _body_to_dict(body):
         d["velocity"] = _floats(body.velocity)
     if body.pins:
         d["pins"] = [_pin_to_dict(p) for p in body.pins]
+    _groups_to_dict(body, d)
     return d
 
 
@@ -544,7 +559,76 @@ def _collider_to_dict(col):
     else:
         d["motion"] = {"type": "sampled", "times": _floats(col.times), "positions": _floats(pos)}
     d["edges"] = _ints(col.edges)
+    _groups_to_dict(col, d)
     return d
+
+
+def _groups_to_dict(obj, d):
+    """collision_groups, written only when not the default (group 0 alone)."""
+    if tuple(obj.collision_groups) != (0,):
+        d["collision_groups"] = [int(g) for g in obj.collision_groups]
+
+
+# --- links -------------------------------------------------------------------
+
+_LINK_OPTIONAL = ("length", "stiffness", "damping", "break_force", "collide")
+
+
+def _parse_link(data, path):
+    _object(data, path, ("name", "kind", "a", "b"), _LINK_OPTIONAL)
+    name = _name(data["name"], _join(path, "name"))
+    try:
+        a = _parse_anchor(data["a"], _join(path, "a"))
+        b = _parse_anchor(data["b"], _join(path, "b"))
+    except SolverInputError as exc:
+        raise SolverInputError(f'{exc} (link "{name}")') from None
+    # numbers and choices as given: validate.check_links checks them (naming the link)
+    d = Link(name, data["kind"], a, b)
+    values = {k: data[k] for k in _LINK_OPTIONAL if k in data}
+    return replace(d, **values)
+
+
+def _parse_anchor(data, path):
+    """{"body", "triangle", "barycentric"}, {"position"} or {"times", "positions"}."""
+    _object(data, path, (), ("body", "triangle", "barycentric", "position", "times", "positions"))
+    if "body" in data:
+        _object(data, path, ("body", "triangle", "barycentric"))
+        body = _name(data["body"], _join(path, "body"))
+        tri = _integer(data["triangle"], _join(path, "triangle"), lo=0)
+        w = _array(data["barycentric"], _join(path, "barycentric"), (3,))
+        return LinkAnchor(body=body, triangle=tri, barycentric=tuple(w.tolist()))
+    if "position" in data:
+        _object(data, path, ("position",))
+        return LinkAnchor(position=tuple(_vec2(data["position"], _join(path, "position")).tolist()))
+    _object(data, path, ("times", "positions"))
+    times = _times(data["times"], _join(path, "times"))
+    return LinkAnchor(
+        times=times, positions=_array(data["positions"], _join(path, "positions"), (len(times), 2))
+    )
+
+
+def _link_to_dict(link):
+    d = {"name": link.name, "kind": link.kind, "a": _anchor_to_dict(link.a), "b": _anchor_to_dict(link.b)}
+    for key in ("length", "stiffness", "break_force"):
+        if getattr(link, key) is not None:
+            d[key] = float(getattr(link, key))
+    if link.damping:
+        d["damping"] = float(link.damping)
+    if link.collide:
+        d["collide"] = True
+    return d
+
+
+def _anchor_to_dict(anchor):
+    if anchor.body is not None:
+        return {
+            "body": anchor.body,
+            "triangle": int(anchor.triangle),
+            "barycentric": _floats(anchor.barycentric),
+        }
+    if anchor.times is None:
+        return {"position": _floats(anchor.position)}
+    return {"times": _floats(anchor.times), "positions": _floats(anchor.positions)}
 
 
 def _params_to_dict(p):

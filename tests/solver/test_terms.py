@@ -2,10 +2,11 @@
 checked the same way on small random configurations where all of them are
 active (contacts inside dhat of both formulations, friction slips in the
 static zone, the blend and sliding, pinned vertices off target, an external
-force): the gradient against central differences of the weighted value,
-the gradient of gradient_hessian equal to gradient's, the exact Hessian
-against central differences of the gradient, the projected one symmetric
-PSD, and projected minus the recorded deficit equal to the exact one.
+force, links of every kind, stretched, compressed and moving): the gradient
+against central differences of the weighted value, the gradient of
+gradient_hessian equal to gradient's, the exact Hessian against central
+differences of the gradient, the projected one symmetric PSD, and projected
+minus the recorded deficit equal to the exact one.
 Registering a term adds its cases here."""
 
 from dataclasses import replace
@@ -16,8 +17,10 @@ from invariants import assert_close_rel, contact_scene, fd_gradient, fd_jacobian
 
 from solver.assembly import Triplets
 from solver.contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
+from solver.links import anchor_at, step_springs
 from solver.model import build_model
 from solver.potential import IncrementalPotential, StepConstants
+from solver.scene import Link, LinkAnchor
 from solver.terms import TERMS
 
 
@@ -25,6 +28,7 @@ def configuration(formulation, seed):
     """(model, step constants, x, contact set at x): the contact scene moved a
     little at random from its rest state (its step start), every term active."""
     scene = contact_scene(formulation, mu_static=0.6)
+    scene = replace(scene, links=links_of_every_kind(scene))
     m = build_model(scene)
     p = scene.params
     rng = np.random.default_rng(seed)
@@ -46,10 +50,29 @@ def configuration(formulation, seed):
         pair_friction=pair_friction(m, cs0, x_prev, dhat),
         plane_friction=plane_friction(m, x_prev, kappa, dhat),
         force=rng.normal(size=x_prev.shape),
+        links=step_springs(m.links, np.ones(len(m.links), bool), x_prev - 0.01, 0.0, h),
     )
     x = x_prev + rng.uniform(-1.5e-3, 1.5e-3, x_prev.shape)
     cs = build_contact_set(m, candidate_stencils(m, x, x, dhat), kappa, dhat, formulation)
     return m, consts, x, cs
+
+
+def links_of_every_kind(scene):
+    """Links between the contact scene's bodies A and B (colliding, so that the
+    body-body contacts stay) and to the world: a pin and a weld whose anchors
+    are apart, a compressed damped spring, a taut rope, a spring to an animated
+    world point."""
+    A, B = scene.bodies
+    a0, a1 = anchor_at(A, (0.05, 0.1)), anchor_at(A, (-0.1, -0.05))
+    b0 = anchor_at(B, B.vertices.mean(axis=0))
+    moving = LinkAnchor(times=np.array([0.0, 1.0]), positions=np.array([[0.3, 0.4], [0.5, 0.1]]))
+    return (
+        Link("pin", "pin", a0, b0, collide=True),
+        Link("weld", "weld", a1, LinkAnchor(position=(-0.08, -0.06))),
+        Link("spring", "spring", a1, b0, length=0.6, stiffness=50.0, damping=3.0, collide=True),
+        Link("rope", "rope", b0, LinkAnchor(position=(0.0, 0.6)), length=0.2),
+        Link("pull", "spring", a0, moving, stiffness=20.0, damping=1.0),
+    )
 
 
 def dense(T, n):
