@@ -52,7 +52,8 @@ def test_subclasses_of_user_errors_count():
     )
     errors = doc_messages._user_error_classes({"x.py": tree})
     assert {"OtherFormat", "Older"} <= errors and "Internal" not in errors
-    assert [m for _, m in doc_messages._raise_messages(tree, errors)][0].value.startswith("checkpoint")
+    [(_, message)] = doc_messages._raise_messages(tree, errors)
+    assert message.value.startswith("checkpoint")
 
 
 def test_fragments_of_fstrings_and_conditionals():
