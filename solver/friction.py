@@ -17,13 +17,8 @@ displacement)::
 
 i.e. below the slip speed eps_v the friction force grows linearly with the
 slip (a contact using a fraction c < 1 of its friction limit creeps at
-c eps_v), above it it is mu lambda.  Seed 000's mollifier is the quadratic
-f1 = 2y/eps - y^2/eps^2 instead (f0 C^2); its curvature vanishes at y = eps,
-so for a contact near its friction limit the force balance has a double root
-there and Newton only halves its distance to it per iteration.  The linear
-f1 keeps f0 C^1 (forces continuous, the Hessian jumps at y = eps) and is
-quadratic on each side, where Newton is exact: measured in docs/solver.md
-("Friction's static zone").
+c eps_v), above it it is mu lambda.  Why linear rather than seed 000's
+quadratic f1 = 2y/eps - y^2/eps^2 (docs/design/06-friction-static-zone.md).
 
 With a static coefficient mu_s != mu_k the force magnitude phi' is mu_s f1
 while sticking (y < eps), blends linearly to mu_k over [eps, 2 eps] and stays
@@ -248,12 +243,9 @@ def piece_force_curvature(fs, sel, u, piece, eps):
     other than their own are sliding ones sent static (:func:`next_piece`),
     at |u| >= eps, where the cubic's own extension has negative curvature
     and a force growing as u^2.  The regime rounds' step is then only
-    approximate for 'ipc'; Newton's next iteration corrects it.  Measured
-    with 'ipc' (Newton iterations per step): S4 30 steps 6.60 (no rounds
-    9.27; the tangent 2 a u^2/(2 eps), which majorizes the cubic, 6.17),
-    60 steps 14.23 (tangent 14.90, max 64 against 41); S3-32 100 steps
-    3.22 (tangent 3.09): the tangent is no better overall, so both
-    profiles share one static piece."""
+    approximate for 'ipc'; Newton's next iteration corrects it.  The
+    tangent, which majorizes the cubic, measured no better overall, so both
+    profiles share one static piece (docs/design/06-friction-static-zone.md)."""
     a, b = fs.static[sel], fs.mu_lambda[sel]
     return np.where(piece == 0, a * u / eps, b * piece), np.where(piece == 0, a / eps, 0.0)
 

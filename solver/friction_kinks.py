@@ -86,8 +86,8 @@ def next_piece(piece, lands):
     contact the step reverses goes static, not to the opposite slide: that
     would flip its whole friction force (2 mu lambda) in the model, and with
     several such contacts on one body the re-solved step overshoots by
-    orders of magnitude (S4 step 28: slips 60-80 eps sent to +1250 eps) and
-    is rejected as not a descent direction."""
+    orders of magnitude and is rejected as not a descent direction
+    (docs/design/07-regime-rounds.md)."""
     return np.where(piece == -lands, 0, lands).astype(piece.dtype)
 
 
@@ -153,8 +153,8 @@ def next_majorize(majorize, flips, hold, iters):
     reversed stays majorized (while the Hessian is projected, far from the
     solution where Newton converges only linearly anyway: dropping it lets
     it flip back and forth; not where the regime rounds model the
-    reversals: there keeping the majorizer cost iterations, S4 60 steps
-    16.58 -> 16.10 per step without it)."""
+    reversals: there keeping the majorizer cost iterations)
+    (docs/design/03-friction-kinks.md)."""
     return tuple(
         np.where(f, iters, np.where(hold & (m > 0), m, np.maximum(m - 1, 0)))
         for m, f in zip(majorize, flips, strict=True)
@@ -169,9 +169,7 @@ def line_search_start(alpha, zero_slip, project, floor):
     There a contact once reversed stays majorized (its model already stops
     it at zero slip), so the stop would only catch the first contact
     reversing anew and hold every body to its zero slip, far from the
-    solution: measured, the pile's compression
-    steps 45.0 -> 40.7 iterations, its first 60 steps 19.72 -> 19.05
-    (docs/solver.md)."""
+    solution (docs/design/03-friction-kinks.md)."""
     return alpha if project else min(alpha, kink_step(zero_slip, floor))
 
 

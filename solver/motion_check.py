@@ -4,7 +4,7 @@ IPC keeps every *state* free of intersections (each Newton iterate is reached
 along a CCD-checked segment), not the straight motion from a step's start to
 its end, which is what an animation shows between two frames.  A fast body
 meeting the end of a thin obstacle can converge on the far side, carried
-around the end by Newton's iterates (docs/design/step-motion-check.md).
+around the end by Newton's iterates (docs/design/14-step-motion-check.md).
 
 :func:`crossing_stencils` finds the point-edge pairs of bodies and colliders
 that meet along x0 -> x1 (every vertex on its straight segment: a collider's

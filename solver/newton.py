@@ -145,14 +145,8 @@ class Event(Enum):
 def next_mode(mode: Mode | None, event: Event | None, on: Features) -> Mode:
     """The Hessian mode after ``event`` (None: nothing that changes it) in
     ``mode`` (None before the first), on a system with the features ``on``:
-    the transitions of the module docstring.  Why (measured): a step starts
-    at the inertial prediction, far from its solution, where a pile's exact
-    Hessian stays indefinite from step to step (S4: the first exact try
-    failed on 47 of its first 60 steps, each a factorization and an assembly
-    lost), hence the projected start; near the solution the exact Hessian is
-    often definite again and projected Newton would only converge linearly
-    to the force test, hence the return to exact on small steps, but not
-    right after CG met negative curvature (S4: 206 -> 62 failed tries).
+    the transitions of the module docstring.  Why, with the measurements:
+    docs/design/02-exact-hessian-first.md.
     """
     if event is Event.START:
         return Mode.EXACT

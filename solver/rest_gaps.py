@@ -3,16 +3,10 @@ dhat to itself at rest (a saw with 1 cm teeth 1 cm apart, dhat = 1 cm) is
 valid input, not a start inside the barrier.
 
 The scene's dhat is reduced, for this simulation only, to REST_GAP_FRACTION
-of the smallest such gap, and the change is reported (``DhatFit.note``).
-Every pair keeps a barrier, so the teeth can never cross; the rest state
-is outside every barrier, so it is the equilibrium it was drawn as.  The
-pairs counted are those that may contact (Model.may_contact): neighbours
-along the boundary within the exclusion radius (2 dhat) are never in
-contact, and since that radius shrinks with dhat, the fit is repeated with
-the new dhat until no pair is left inside it
-(docs/design/step-motion-check.md, "Rest shapes closer than dhat").
-Bodies closer than dhat to *other* bodies are still refused (validate.py):
-their placement, not their shape, is the problem.
+of the smallest such gap, repeated while the smaller exclusion radius admits
+closer pairs, and the change is reported (``DhatFit.note``).  Why, and the
+alternatives: docs/design/15-rest-shapes-closer-than-dhat.md.  Bodies closer
+than dhat to *other* bodies are still refused (validate.py).
 """
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ class SimParams:
         the forces balance (force_tol).
     force_tol: ... and when every body's net force and torque are below
         force_tol times its weight plus inertial force, and every vertex's
-        net force below VERTEX_SLACK (10) times force_tol times the forces
+        net force below NewtonSettings.vertex_slack (10) times force_tol times the forces
         acting on it [-]: a Newton step can be tiny while a large force is
         unbalanced (static friction, stiff contact), so the step size alone
         cannot tell convergence (see newton.force_imbalance).

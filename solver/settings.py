@@ -18,8 +18,7 @@ from .start import StartSettings
 @dataclass(frozen=True)
 class SolverSettings:
     # the fraction of a closing gap that Newton's steps and the start keep
-    # (CCD): a contact squeezed harder costs iterations of the log barrier
-    # reopening it about x2 each (docs/solver.md, "Newton on piles")
+    # (CCD) (docs/design/05-ccd-gap-kept.md)
     ccd_gap_kept: float = 0.3
     start: StartSettings = field(default_factory=StartSettings)
     prescribed: PrescribedSettings = field(default_factory=PrescribedSettings)

@@ -247,7 +247,7 @@ class Simulation:
 
         The step's straight motion is checked (solver/motion_check.py): where a
         primitive would pass through another, the step is taken again as two
-        halves, recursively (docs/design/step-motion-check.md)."""
+        halves, recursively (docs/design/14-step-motion-check.md)."""
         t_start = _time.perf_counter()
         h = self.params.dt
         tally = _MotionTally()

@@ -8,14 +8,8 @@ fraction, the smallest of theirs (they push on each other).  A contact stops
 where ``gap_kept`` of its gap is left, a vertex landing on a half-plane at
 ``rest`` dhat (see :class:`StartSettings`).
 
-Why not x_tilde for all: in contact, the gravity term h^2 g presses every
-resting vertex into its support and Newton spends iterations reopening the
-squeezed log barriers.  Why not x_prev (no move): a contact creeping in steady
-friction (compression under a ceiling) then starts each step at zero slip and
-climbs the static branch of the friction mollifier again, where Newton halves
-its distance to a nearly saturated force per iteration; from x_prev + h v it
-starts near the slip it had.  Measured in docs/solver.md ("Where Newton
-starts", "Landing bodies").
+Why not x_tilde for all, nor x_prev, and the measurements
+(docs/design/04-newton-start.md).
 """
 
 from __future__ import annotations
@@ -36,10 +30,7 @@ from .profiling import NullTimers
 class StartSettings:
     """The landing rule: the start stops a vertex that its motion would carry
     from above ``rest`` x dhat to below ``deep`` x dhat of a half-plane at
-    ``rest`` x dhat.  A body landing there settles near where its contact
-    appeared (the adaptive kappa balances it there), and Newton reopens a
-    deeper start only about x2 per iteration (docs/solver.md, "Landing
-    bodies")."""
+    ``rest`` x dhat (docs/design/04-newton-start.md)."""
 
     rest: float = 0.9
     deep: float = 0.8

@@ -648,11 +648,9 @@ class SparseCholesky:
     not yet within dhat).  A new analysis (fronts or dissection) that comes
     within IN_FLUX_CALLS calls of the last one also covers their vertex pairs:
     the contacts are in flux, and each new analysis costs about two numeric
-    factorizations (the pile S4: a refront 33 ms, a factorization 17 ms),
-    while pairs analysed ahead add fill to every factorization until the
-    next dissection.  Measured on S4 (60 steps, numpy path): 199 -> 114
-    refronts, 49 -> 46 s; always covering them: 20 refronts, but 15 % more
-    flops per factorization, and the settled contact scene S3-32 5 % slower.
+    factorizations, while pairs analysed ahead add fill to every
+    factorization until the next dissection
+    (docs/design/11-sparse-cholesky-analyses.md).
     """
 
     def __init__(self, leaf=None):

@@ -1,4 +1,4 @@
-"""The motion check (solver/motion_check.py, docs/design/step-motion-check.md):
+"""The motion check (solver/motion_check.py, docs/design/14-step-motion-check.md):
 every step's straight motion, from its start to its end, is free of
 collisions, also for fast bodies meeting the ends of thin obstacles, corners
 and thin walls at many angles and speeds.
