@@ -22,14 +22,29 @@ displacement, h, eps).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import friction
 from .linsolve import woodbury_solve
 
 
-def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, settings, project=False):
-    """The Newton step dx (N, 2) re-solved, up to settings.regime_rounds times, with
+@dataclass(frozen=True)
+class NewtonStep:
+    """A Newton step and the system it solved: the gradient g (2N,), the step dx (N, 2), the
+    Cholesky factorization of the Hessian (a :class:`~solver.linsolve.linalg.Factorization`;
+    the PSD-projected Hessian when ``project``) and the fixed DOFs (2N,) bool."""
+
+    g: np.ndarray
+    dx: np.ndarray
+    factor: object
+    fixed_dof: np.ndarray
+    project: bool = False
+
+
+def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
+    """The Newton step dx (N, 2) (of ``newton``) re-solved, up to settings.regime_rounds times, with
     each friction contact modelled on the piece of its energy (static,
     sliding forwards, sliding backwards: :func:`friction.regime`) that the
     step's end point puts it in, until no contact changes piece.  A contact
@@ -51,6 +66,7 @@ def regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, settings, 
     Newton step is returned: a partial correction measured worse than none.
     After the last round its step is kept.
     """
+    g, dx, factor, fixed_dof, project = newton.g, newton.dx, newton.factor, newton.fixed_dof, newton.project
     sets = [(fs, m > 0) for fs, m in zip(ip.friction_sets, majorize, strict=True) if len(fs)]
     if not sets:
         return dx

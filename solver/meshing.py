@@ -239,13 +239,9 @@ def _circumcentres(p: np.ndarray) -> np.ndarray:
     return a + np.column_stack([ux, uy])
 
 
-def mesh_region(loops, h: float, min_angle: float = 28.0, cdt=None):
-    """Triangulate the region bounded by ``loops`` (list of (k, 2) arrays): see the module doc.
-    Returns (vertices (n, 2), triangles (m, 3) counter-clockwise)."""
-    if cdt is None:
-        raise ValueError("mesh_region needs a constrained Delaunay triangulation (cdt=...)")
-    if not h > 0:
-        raise ValueError("target edge length must be positive")
+def _initial_points(loops, h: float):
+    """The cleaned and simplified outline loops, their resampled outline, and the interior points
+    (a hexagonal grid inside, kept clear of the outline)."""
     size = max(float(np.ptp(np.vstack(loops), axis=0).max()), 1e-300)
     cleaned = [c for c in (_clean_loop(loop, 1e-9 * size) for loop in loops) if c is not None]
     if not cleaned:
@@ -258,7 +254,44 @@ def mesh_region(loops, h: float, min_angle: float = 28.0, cdt=None):
     grid = _hex_grid(allpts.min(axis=0), allpts.max(axis=0), h)
     grid = grid[points_in_polygon(grid, cleaned)]
     grid = grid[distance_to_segments(grid, seg_a, seg_b) >= INTERIOR_CLEARANCE * h]
-    interior = grid
+    return cleaned, outline, grid
+
+
+def _circumcentres_to_insert(p, split, seg_a, seg_b, cleaned, h):
+    """The circumcentres of the bad triangles (corners ``p``, worst first) that go in as new
+    interior points; marks in ``split`` (in place) the outline segments (``seg_a`` to ``seg_b``)
+    that they encroach or that lie nearest to those outside."""
+    cc = _circumcentres(p)
+    ok = np.isfinite(cc).all(axis=1)
+    cc = _independent(cc[ok], np.linalg.norm(cc[ok] - p[ok, 0], axis=1))
+    enc = _encroaching(cc, seg_a, seg_b)
+    inside = points_in_polygon(cc, cleaned)
+    hit = enc >= 0
+    split[enc[hit]] = True
+    cand = cc[~hit & inside]
+    split_out = ~hit & ~inside
+    if split_out.any():  # outside but not encroaching: split the nearest segment
+        near = _nearest_segment(cc[split_out], seg_a, seg_b)
+        split[near] = True
+    return _spaced(cand, h * 1e-3)
+
+
+def _drop_unused(x: np.ndarray, tris: np.ndarray):
+    """The vertices that some triangle uses, and the triangles renumbered to them."""
+    used = np.unique(tris)
+    remap = np.full(len(x), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    return x[used], remap[tris]
+
+
+def mesh_region(loops, h: float, min_angle: float = 28.0, cdt=None):
+    """Triangulate the region bounded by ``loops`` (list of (k, 2) arrays): see the module doc.
+    Returns (vertices (n, 2), triangles (m, 3) counter-clockwise)."""
+    if cdt is None:
+        raise ValueError("mesh_region needs a constrained Delaunay triangulation (cdt=...)")
+    if not h > 0:
+        raise ValueError("target edge length must be positive")
+    cleaned, outline, interior = _initial_points(loops, h)
     limit = 20 * (len(interior) + sum(len(lp.t) for lp in outline)) + 1000
 
     for _round in range(MAX_ROUNDS):
@@ -277,19 +310,7 @@ def mesh_region(loops, h: float, min_angle: float = 28.0, cdt=None):
             # Worst triangles first; circumcentres outside or encroaching split segments instead.
             order = np.flatnonzero(bad)[np.argsort(min_angles(x, tris[bad]))]
             p = x[tris[order]]
-            cc = _circumcentres(p)
-            ok = np.isfinite(cc).all(axis=1)
-            cc = _independent(cc[ok], np.linalg.norm(cc[ok] - p[ok, 0], axis=1))
-            enc = _encroaching(cc, x[bnd_a], x[bnd_b])
-            inside = points_in_polygon(cc, cleaned)
-            hit = enc >= 0
-            split[enc[hit]] = True
-            cand = cc[~hit & inside]
-            split_out = ~hit & ~inside
-            if split_out.any():  # outside but not encroaching: split the nearest segment
-                near = _nearest_segment(cc[split_out], x[bnd_a], x[bnd_b])
-                split[near] = True
-            new_pts = _spaced(cand, h * 1e-3)
+            new_pts = _circumcentres_to_insert(p, split, x[bnd_a], x[bnd_b], cleaned, h)
         before = len(interior) + sum(len(lp.t) for lp in outline)
         _split_segments(outline, seg_ref, np.flatnonzero(split), MIN_EDGE_REL * h, h)
         if len(new_pts):
@@ -298,10 +319,7 @@ def mesh_region(loops, h: float, min_angle: float = 28.0, cdt=None):
         if len(interior) + sum(len(lp.t) for lp in outline) == before:
             break
     x, tris, *_ = _triangulate(outline, interior, cleaned, cdt)
-    used = np.unique(tris)
-    remap = np.full(len(x), -1, dtype=np.int64)
-    remap[used] = np.arange(len(used))
-    x, tris = x[used], remap[tris]
+    x, tris = _drop_unused(x, tris)
     x = _smooth(x, tris, min_angle)
     return x, tris
 

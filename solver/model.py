@@ -128,95 +128,138 @@ class Model:
         return ok
 
 
+@dataclass(frozen=True)
+class _Part:
+    """One body's or collider's per-vertex and per-element arrays, vertex ids numbered from its
+    offset in the model (a collider has no triangles)."""
+
+    name: str
+    rest: np.ndarray
+    velocity: np.ndarray
+    mass: np.ndarray
+    mu: np.ndarray
+    mu_static: np.ndarray
+    owner: np.ndarray
+    edges: np.ndarray
+    kin: tuple
+    tris: np.ndarray | None = None
+    E: np.ndarray | None = None
+    nu: np.ndarray | None = None
+
+
+def _pin_groups(body, v, offset):
+    """The body's pins as kinematic groups (a pin without a schedule holds its rest positions)."""
+    kin = []
+    for pi, pin in enumerate(body.pins):
+        idx = np.asarray(pin.indices, np.intp)
+        if pin.times is None:
+            times, pos = np.array([0.0]), v[idx][None].copy()
+        else:
+            times, pos = np.asarray(pin.times, float), np.asarray(pin.positions, float)
+        kin.append(KinematicGroup(f"{body.name}.pin{pi}", idx + offset, times, pos))
+    return tuple(kin)
+
+
+def _body_part(body, v, t, index, offset) -> _Part:
+    """Body number ``index`` with mesh (v, t), its vertex ids starting at ``offset``."""
+    n = len(v)
+    mat = body.material
+    return _Part(
+        name=body.name,
+        rest=v,
+        velocity=_initial_velocity(body, n),
+        mass=mesh.lumped_mass(v, t, mat.density),
+        mu=np.full(n, float(mat.mu)),
+        mu_static=np.full(n, float(mat.mu if mat.mu_static is None else mat.mu_static)),
+        owner=np.full(n, index),
+        edges=boundary_edges(t) + offset,
+        kin=_pin_groups(body, v, offset),
+        tris=t + offset,
+        E=np.full(len(t), float(mat.E)),
+        nu=np.full(len(t), float(mat.nu)),
+    )
+
+
+def _collider_part(col, index, offset) -> _Part:
+    """A collider (owner number ``index``), its vertex ids starting at ``offset``."""
+    v = np.asarray(col.vertices, float)
+    n = len(v)
+    idx = np.arange(offset, offset + n)
+    group = KinematicGroup(col.name, idx, np.asarray(col.times, float), np.asarray(col.positions, float))
+    return _Part(
+        name=col.name,
+        rest=v,
+        velocity=np.zeros((n, 2)),
+        mass=np.zeros(n),
+        mu=np.full(n, float(col.mu)),
+        mu_static=np.full(n, float(col.mu)),
+        owner=np.full(n, index),
+        edges=np.asarray(col.edges, np.intp) + offset,
+        kin=(group,),
+    )
+
+
+def _parts(scene, meshes):
+    """The bodies' parts, then the colliders', and the slice of vertex ids of each."""
+    parts, slices, offset = [], [], 0
+    for bi, (body, (v, t)) in enumerate(zip(scene.bodies, meshes, strict=True)):
+        parts.append(_body_part(body, v, t, bi, offset))
+        slices.append(slice(offset, offset + len(v)))
+        offset += len(v)
+    for ci, col in enumerate(scene.colliders):
+        parts.append(_collider_part(col, len(scene.bodies) + ci, offset))
+        slices.append(slice(offset, offset + len(parts[-1].rest)))
+        offset += len(parts[-1].rest)
+    return parts, slices
+
+
 def build_model(scene):
     """Validate and flatten a scene. Raises SolverInputError."""
     meshes = check_scene(scene)
-    rest, vel, mass, mu, mu_s, owner = [], [], [], [], [], []
-    tris, edges, E, nu = [], [], [], []
-    body_slices, collider_slices, kin, names = [], [], [], []
-    edges_body = []
-    offset = 0
-    for bi, (body, (v, t)) in enumerate(zip(scene.bodies, meshes, strict=True)):
-        n = len(v)
-        mat = body.material
-        rest.append(v)
-        vel.append(_initial_velocity(body, n))
-        mass.append(mesh.lumped_mass(v, t, mat.density))
-        mu.append(np.full(n, float(mat.mu)))
-        mu_s.append(np.full(n, float(mat.mu if mat.mu_static is None else mat.mu_static)))
-        owner.append(np.full(n, bi))
-        tris.append(t + offset)
-        edges.append(boundary_edges(t) + offset)
-        edges_body.append(edges[-1])
-        E.append(np.full(len(t), float(mat.E)))
-        nu.append(np.full(len(t), float(mat.nu)))
-        for pi, pin in enumerate(body.pins):
-            idx = np.asarray(pin.indices, np.intp)
-            if pin.times is None:
-                times, pos = np.array([0.0]), v[idx][None].copy()
-            else:
-                times, pos = np.asarray(pin.times, float), np.asarray(pin.positions, float)
-            kin.append(KinematicGroup(f"{body.name}.pin{pi}", idx + offset, times, pos))
-        body_slices.append(slice(offset, offset + n))
-        names.append(body.name)
-        offset += n
-    n_body = offset
-    for ci, col in enumerate(scene.colliders):
-        v = np.asarray(col.vertices, float)
-        n = len(v)
-        rest.append(v)
-        vel.append(np.zeros((n, 2)))
-        mass.append(np.zeros(n))
-        mu.append(np.full(n, float(col.mu)))
-        mu_s.append(np.full(n, float(col.mu)))
-        owner.append(np.full(n, len(scene.bodies) + ci))
-        edges.append(np.asarray(col.edges, np.intp) + offset)
-        idx = np.arange(offset, offset + n)
-        kin.append(
-            KinematicGroup(col.name, idx, np.asarray(col.times, float), np.asarray(col.positions, float))
-        )
-        collider_slices.append(slice(offset, offset + n))
-        names.append(col.name)
-        offset += n
-    rest = np.concatenate(rest)
-    edges = np.concatenate(edges).astype(np.intp)
+    parts, slices = _parts(scene, meshes)
+    n_bodies = len(scene.bodies)
+    bodies = parts[:n_bodies]
+
+    def cat(field, of=parts):
+        return np.concatenate([getattr(p, field) for p in of])
+
+    offset = slices[-1].stop
+    rest = cat("rest")
+    edges = cat("edges").astype(np.intp)
     is_collider = np.zeros(offset, bool)
-    is_collider[n_body:] = True
+    is_collider[slices[n_bodies - 1].stop :] = True
     degree = np.bincount(edges.ravel(), minlength=offset)
     points = np.flatnonzero(degree > 0)
-    all_tris = np.concatenate(tris)
-    elements = elasticity.make_elements(rest, all_tris, np.concatenate(E), np.concatenate(nu))
+    elements = elasticity.make_elements(rest, cat("tris", bodies), cat("E", bodies), cat("nu", bodies))
     planes = scene.half_planes
     normals = np.array([np.asarray(p.normal, float) / np.linalg.norm(p.normal) for p in planes]).reshape(
         -1, 2
     )
-    mass = np.concatenate(mass)
-    links = build_links(scene, meshes, body_slices, float(scene.params.dt), mass)
-    loop, arclen, loop_length = _boundary_loops(
-        rest, np.concatenate(edges_body) if edges_body else np.zeros((0, 2), np.intp), offset
-    )
+    mass = cat("mass")
+    links = build_links(scene, meshes, slices[:n_bodies], float(scene.params.dt), mass)
+    loop, arclen, loop_length = _boundary_loops(rest, cat("edges", bodies), offset)  # >= 1 body
     return Model(
-        names=tuple(names),
+        names=tuple(p.name for p in parts),
         rest=rest,
-        velocity=np.concatenate(vel),
+        velocity=cat("velocity"),
         mass=mass,
         is_collider=is_collider,
-        mu=np.concatenate(mu),
-        mu_static=np.concatenate(mu_s),
+        mu=cat("mu"),
+        mu_static=cat("mu_static"),
         weight=mesh.vertex_weights(rest, edges, offset),
         degree=degree,
         points=points,
         edges=edges,
         elements=elements,
-        body_slices=tuple(body_slices),
-        collider_slices=tuple(collider_slices),
-        kin_groups=tuple(kin),
+        body_slices=tuple(slices[:n_bodies]),
+        collider_slices=tuple(slices[n_bodies:]),
+        kin_groups=tuple(g for p in parts for g in p.kin),
         plane_point=np.array([p.point for p in planes], float).reshape(-1, 2),
         plane_normal=normals,
         plane_mu=np.array([p.mu for p in planes], float),
         plane_names=tuple(p.name for p in planes),
         hp_points=points[~is_collider[points]],
-        owner=np.concatenate(owner),
+        owner=cat("owner"),
         loop=loop,
         arclen=arclen,
         loop_length=loop_length,

@@ -355,7 +355,8 @@ class Newton:
             rounds = on.regime_rounds and factor is not None
             if rounds:
                 with self.timers("regime_rounds"):
-                    dx = kinks.regime_consistent_step(ip, x, g, dx, factor, fixed_dof, majorize, s, project)
+                    newton = kinks.NewtonStep(g, dx, factor, fixed_dof, project)
+                    dx = kinks.regime_consistent_step(ip, x, newton, majorize, s)
             zero_slip = ip.zero_slip_fractions(x, dx)
             hold = project and not (rounds and on.release_majorized)
             flips = tuple(f < 1.0 for f in zero_slip)
@@ -374,7 +375,7 @@ class Newton:
             r, c, v = T.system(fixed_dof)
             factor = None
             if not project or self.settings.features(len(g)).factor_projected:
-                factor = _factorize(r, c, v, len(g), p.linear_solver, self.ordering, project, expected)
+                factor = _factorize((r, c, v), len(g), p.linear_solver, self.ordering, project, expected)
             if factor is None:
                 dx = solve(r, c, v, -g, p.linear_solver, ordering=self.ordering, expected=expected)
             else:
@@ -431,13 +432,13 @@ def exact_model_step(solve, deficit_product, g, step, free, settings):
     return dx, False
 
 
-def _factorize(rows, cols, vals, n, method, ordering, project, expected=None):
-    """The Cholesky factorization of the system, or None when a projected
+def _factorize(system, n, method, ordering, project, expected=None):
+    """The Cholesky factorization of the system (COO triplets rows, cols, vals), or None when a projected
     (so positive semidefinite plus mass) one is not numerically definite:
     :func:`~solver.linsolve.linalg.solve` then picks its fallback.  An exact one that
     is not definite raises :class:`~solver.linsolve.linalg.NotPositiveDefinite`."""
     try:
-        return factorize(rows, cols, vals, n, method, ordering, expected)
+        return factorize(*system, n, method, ordering, expected)
     except NotPositiveDefinite:
         if not project:
             raise

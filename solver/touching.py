@@ -114,11 +114,20 @@ def _up(gravity) -> np.ndarray:
     return -g / norm if norm > 0 else np.zeros(2)
 
 
-def separate(scene):
-    """The scene with touching bodies moved apart, and one line per move for the report:
-    ``(scene, [(moved, other, distance [m]), ...])``. Raises SolverInputError on a real
-    overlap."""
-    dhat = scene.params.dhat
+class _Moves:
+    """The rigid moves made so far, summed per (moved, other) pair for the report."""
+
+    def __init__(self):
+        self.total: dict[tuple[str, str], float] = {}
+
+    def __call__(self, shape: _Shape, other: str, delta: np.ndarray):
+        shape.x += delta
+        key = (shape.name, other)
+        self.total[key] = self.total.get(key, 0.0) + float(np.linalg.norm(delta))
+
+
+def _shapes(scene):
+    """The bodies and colliders of the scene as shapes at the start (copies of the positions)."""
     bodies = []
     for b in scene.bodies:
         tris = np.asarray(b.triangles, dtype=np.int64)
@@ -128,16 +137,12 @@ def separate(scene):
         _Shape(c.name, np.array(c.positions[0], dtype=np.float64), np.asarray(c.edges, dtype=np.int64))
         for c in scene.colliders
     ]
-    pts = np.concatenate([s.x for s in bodies + colliders])
-    tol = max(SNAP_TOL_ABS, SNAP_TOL_REL * float(np.linalg.norm(np.ptp(pts, axis=0))))
-    up = _up(scene.params.gravity)
-    moves: dict[tuple[str, str], float] = {}
+    return bodies, colliders
 
-    def move(shape, other, delta):
-        shape.x += delta
-        key = (shape.name, other)
-        moves[key] = moves.get(key, 0.0) + float(np.linalg.norm(delta))
 
+def _near_pairs(bodies, colliders, dhat, tol):
+    """The (body, body or collider) pairs whose boxes are within separating reach; raises
+    SolverInputError on a real overlap."""
     pairs = []
     for i, a in enumerate(bodies):
         for b in bodies[i + 1 :] + colliders:
@@ -153,33 +158,59 @@ def separate(scene):
                     "separated automatically"
                 )
             pairs.append((a, b))
+    return pairs
+
+
+def _separate_pair(a, b, dhat, tol, up, move) -> bool:
+    """Move one shape of a touching pair apart; whether one moved."""
+    d, n = _closest(a, b, tol)
+    is_body = b.tris is not None
+    if (d >= dhat) if is_body else (d > tol):
+        return False
+    target = (BODY_GAP if is_body else PLANE_GAP) * dhat
+    if is_body and b.movable and (not a.movable or (b.x @ up).mean() >= (a.x @ up).mean()):
+        move(b, a.name, (target - d) * n)  # the upper one (resting on the other)
+    elif a.movable:
+        move(a, b.name, -(target - d) * n)
+    else:
+        return False  # neither may move: the solver reports it
+    return True
+
+
+def _lift_off_planes(half_planes, bodies, dhat, tol, move) -> bool:
+    """Lift bodies touching a half-plane to PLANE_GAP x d^ above it; whether one moved."""
+    moved = False
+    for hp in half_planes:
+        n = np.asarray(hp.normal, float) / np.linalg.norm(hp.normal)
+        for s in bodies:
+            sd = float(((s.x[s.verts] - np.asarray(hp.point, float)) @ n).min())
+            if s.movable and -tol <= sd <= tol:  # deeper: the solver's 'below the ground'
+                move(s, f"the {hp.name}", (PLANE_GAP * dhat - sd) * n)
+                moved = True
+    return moved
+
+
+def separate(scene):
+    """The scene with touching bodies moved apart, and one line per move for the report:
+    ``(scene, [(moved, other, distance [m]), ...])``. Raises SolverInputError on a real
+    overlap."""
+    dhat = scene.params.dhat
+    bodies, colliders = _shapes(scene)
+    pts = np.concatenate([s.x for s in bodies + colliders])
+    tol = max(SNAP_TOL_ABS, SNAP_TOL_REL * float(np.linalg.norm(np.ptp(pts, axis=0))))
+    up = _up(scene.params.gravity)
+    move = _Moves()
+    pairs = _near_pairs(bodies, colliders, dhat, tol)
     for _ in range(MAX_ROUNDS):
-        moved = False
         # Bodies first, the ground after: a lift then opens no new contact between bodies.
+        moved = False
         for a, b in pairs:
-            d, n = _closest(a, b, tol)
-            is_body = b.tris is not None
-            if (d >= dhat) if is_body else (d > tol):
-                continue
-            target = (BODY_GAP if is_body else PLANE_GAP) * dhat
-            if is_body and b.movable and (not a.movable or (b.x @ up).mean() >= (a.x @ up).mean()):
-                move(b, a.name, (target - d) * n)  # the upper one (resting on the other)
-            elif a.movable:
-                move(a, b.name, -(target - d) * n)
-            else:
-                continue  # neither may move: the solver reports it
-            moved = True
-        for hp in scene.half_planes:
-            n = np.asarray(hp.normal, float) / np.linalg.norm(hp.normal)
-            for s in bodies:
-                sd = float(((s.x[s.verts] - np.asarray(hp.point, float)) @ n).min())
-                if s.movable and -tol <= sd <= tol:  # deeper: the solver's 'below the ground'
-                    move(s, f"the {hp.name}", (PLANE_GAP * dhat - sd) * n)
-                    moved = True
+            moved = _separate_pair(a, b, dhat, tol, up, move) or moved
+        moved = _lift_off_planes(scene.half_planes, bodies, dhat, tol, move) or moved
         if not moved:
             break
     new_bodies = tuple(
-        replace(b, vertices=s.x.copy()) if any(k[0] == b.name for k in moves) else b
+        replace(b, vertices=s.x.copy()) if any(k[0] == b.name for k in move.total) else b
         for b, s in zip(scene.bodies, bodies, strict=True)
     )
-    return replace(scene, bodies=new_bodies), [(a, b, d) for (a, b), d in moves.items()]
+    return replace(scene, bodies=new_bodies), [(a, b, d) for (a, b), d in move.total.items()]

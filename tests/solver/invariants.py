@@ -7,6 +7,9 @@ boundary edges of a triangle mesh, signed areas, a least-squares rotation
 angle, and central finite differences.
 """
 
+import dataclasses
+import math
+
 import numpy as np
 
 # ------------------------------------------------------------------ geometry
@@ -153,6 +156,34 @@ def sampled_motion_crossings(x0, x1, edges, spacing):
     return np.unique(np.concatenate(found).reshape(-1, 2), axis=0)
 
 
+def assert_same_values(a, b, path="scene"):
+    """Deep equality of scenes / dicts / arrays, NaN == NaN, dtypes included."""
+    if dataclasses.is_dataclass(a):
+        assert type(a) is type(b), path
+        for f in dataclasses.fields(a):
+            assert_same_values(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape, path
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f"{path} was modified"
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            assert_same_values(a[k], b[k], f"{path}[{k!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same_values(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and math.isnan(a):
+        assert isinstance(b, float) and math.isnan(b), path
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def barrier_ref(s):
+    """The log barrier b(s) of s = d^2 / dhat^2 (0 outside 0 < s < 1), written independently."""
+    return np.where((s > 0) & (s < 1), -((s - 1) ** 2) * np.log(np.clip(s, 1e-300, 1)), 0.0)
+
+
 # ------------------------------------------------------------------ input builders
 # (These construct solver inputs; the checkers above never import solver.)
 
@@ -198,3 +229,14 @@ def contact_scene(formulation="original", dhat=0.05, E=1e3, density=100.0, mu=0.
         half_planes=(ground,),
         params=params,
     )
+
+
+def synthetic_set(rng, n, k, mu_static):
+    """A FrictionSet of n random contacts on k vertices each (disjoint), mu_static optional."""
+    from solver.friction import FrictionSet
+
+    idx = np.arange(n * k).reshape(n, k)
+    w = rng.normal(size=(n, 2 * k))
+    mu_lam = rng.uniform(0.5, 5.0, n)
+    mus = mu_lam * rng.uniform(1.2, 2.0, n) if mu_static else None
+    return FrictionSet(idx, w, mu_lam, mus)

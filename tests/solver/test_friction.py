@@ -4,18 +4,20 @@ central differences in the |u| < eps and |u| > eps regions, PSD projection,
 and the frozen normal force / tangent / friction coefficient."""
 
 import math
-import types
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from invariants import assert_close_rel, contact_scene, fd_gradient, fd_jacobian, point_segment_distance
+from invariants import (
+    assert_close_rel,
+    fd_gradient,
+    fd_jacobian,
+    synthetic_set,
+)
 
 from solver import friction
-from solver.contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
 from solver.friction import FrictionSet
-from solver.model import build_model
 
 
 def f0_ref(y, eps):
@@ -50,14 +52,6 @@ def test_mollifier_matches_its_formulas_and_is_c1():
     assert friction.f1(np.array([eps]), eps)[0] == 1.0
     for c in (0.1, 0.5, 0.9):
         assert math.isclose(friction.f1(np.array([c * eps]), eps)[0], c, rel_tol=1e-12)
-
-
-def synthetic_set(rng, n, k, mu_static):
-    idx = np.arange(n * k).reshape(n, k)
-    w = rng.normal(size=(n, 2 * k))
-    mu_lam = rng.uniform(0.5, 5.0, n)
-    mus = mu_lam * rng.uniform(1.2, 2.0, n) if mu_static else None
-    return FrictionSet(idx, w, mu_lam, mus)
 
 
 @pytest.mark.parametrize("k", [1, 3])
@@ -166,123 +160,6 @@ def test_zero_slip_fraction_stops_reversed_sliding_contacts_at_zero_slip():
     assert friction.zero_slip_fraction(FrictionSet.empty(1), disp, step, eps).shape == (0,)
 
 
-def test_the_line_search_stops_at_the_first_zero_slip_unless_below_the_floor():
-    from solver.friction_kinks import kink_step, line_search_start
-
-    def fractions(first):  # pair and plane contacts; the first zero slip in the planes
-        return (np.array([1.0, 0.9]), np.array([1.0, first, 0.95]))
-
-    floor = 0.25
-    assert kink_step(fractions(0.6), floor) == 0.6
-    assert kink_step(fractions(floor), floor) == floor
-    assert kink_step(fractions(0.5 * floor), floor) == 1.0
-    assert kink_step((np.ones(0), np.ones(0)), floor) == 1.0  # no friction contacts
-    assert kink_step(fractions(0.6), np.inf) == 1.0  # the stop switched off
-    # the line search starts at the feasible step, shortened to the zero slip on
-    # the exact Hessian only (on the projected one reversed contacts stay majorized)
-    assert line_search_start(0.8, fractions(0.6), False, floor) == 0.6
-    assert line_search_start(0.5, fractions(0.6), False, floor) == 0.5
-    assert line_search_start(0.8, fractions(0.6), True, floor) == 0.8
-
-
-def test_reversed_contacts_stay_majorized_while_the_hessian_is_projected():
-    from solver.friction_kinks import next_majorize
-
-    iters = 2
-    majorize = (np.array([0, 1, 1, 0]), np.array([1]))
-    flips = (np.array([True, False, False, False]), np.array([False]))
-    exact = next_majorize(majorize, flips, False, iters)
-    assert exact[0].tolist() == [iters, 0, 0, 0] and exact[1].tolist() == [0]
-    projected = next_majorize(majorize, flips, True, iters)
-    assert projected[0].tolist() == [iters, 1, 1, 0] and projected[1].tolist() == [1]
-
-
-def _weights_ref(model_edges, x, n):
-    w = np.zeros(n)
-    for a, b in model_edges:
-        L = np.linalg.norm(x[a] - x[b])
-        w[a] += 0.5 * L
-        w[b] += 0.5 * L
-    return w
-
-
-@pytest.mark.parametrize("formulation", ["original", "convergent"])
-def test_pair_and_plane_friction_sets_from_a_scene(formulation):
-    """Frozen lambda = -dE/dd (FD in d, independent barrier), tangent
-    perpendicular to the point-to-closest-point normal, mu the geometric mean,
-    and the FD check of the real sets in both slip regions."""
-    scene = contact_scene(formulation)
-    m = build_model(scene)
-    p = scene.params
-    x0 = m.rest
-    kappa, dhat = p.kappa, p.dhat
-    cs = build_contact_set(m, candidate_stencils(m, x0, x0, dhat), kappa, dhat, formulation)
-    fs = pair_friction(m, cs, x0, dhat)
-    assert len(fs) >= 4
-    w_ref = _weights_ref(m.edges, x0, m.n)
-
-    def B(s):
-        return -((s - 1) ** 2) * np.log(s) if 0 < s < 1 else 0.0
-
-    for k in range(len(fs)):
-        pt, e0, e1 = fs.idx[k]
-        duplicate = e0 == e1
-        d = point_segment_distance(x0[pt], x0[e0], x0[e1])
-        assert 0 < d < dhat
-        sign = -1.0 if duplicate else 1.0
-        coef = sign * 0.5 * kappa * dhat * w_ref[pt]
-        h = 1e-7 * dhat
-        lam = -(coef * B((d + h) ** 2 / dhat**2) - coef * B((d - h) ** 2 / dhat**2)) / (2 * h)
-        mu = math.sqrt(m.mu[pt] * m.mu[e0])
-        assert math.isclose(fs.mu_lambda[k], mu * lam, rel_tol=1e-5)
-        # tangent: w = Gamma (x) t with t orthogonal to the contact normal
-        t = fs.w[k, 0:2]
-        assert math.isclose(np.linalg.norm(t), 1.0, rel_tol=1e-12)
-        if not duplicate:
-            # closest point on the edge, independently
-            e = x0[e1] - x0[e0]
-            r = np.clip((x0[pt] - x0[e0]) @ e / (e @ e), 0, 1)
-            nrm = x0[pt] - (x0[e0] + r * e)
-            assert abs(t @ nrm) < 1e-9 * np.linalg.norm(nrm)
-            assert np.allclose(fs.w[k, 2:4], -(1 - r) * t) and np.allclose(fs.w[k, 4:6], -r * t)
-    if formulation == "convergent":
-        assert np.any(fs.idx[:, 1] == fs.idx[:, 2]) and np.any(fs.mu_lambda < 0)
-
-    pfs = plane_friction(m, x0, kappa, dhat)
-    assert len(pfs) == 3  # A's three bottom vertices are within dhat of the ground
-    nrm = m.plane_normal[0]
-    for k in range(len(pfs)):
-        v = pfs.idx[k, 0]
-        d = (x0[v] - m.plane_point[0]) @ nrm
-        coef = kappa * dhat * w_ref[v]
-        h = 1e-7 * dhat
-        lam = -(coef * B((d + h) ** 2 / dhat**2) - coef * B((d - h) ** 2 / dhat**2)) / (2 * h)
-        assert math.isclose(pfs.mu_lambda[k], math.sqrt(0.4 * 0.5) * lam, rel_tol=1e-5)
-        assert abs(pfs.w[k] @ nrm) < 1e-12
-
-    # FD of the real sets: small (stick) and large (slide) displacements
-    rng = np.random.default_rng(7)
-    eps = 1e-3
-    for scale in (0.05, 20.0):
-        disp = rng.normal(size=(m.n, 2)) * scale * eps
-        for S in (fs, pfs):
-            # `S` bound as a default (the closures are used in this iteration only).
-            def E(v, S=S):
-                return friction.value(S, v.reshape(-1, 2), eps)
-
-            def G(v, S=S):
-                g = np.zeros(len(v))
-                np.add.at(
-                    g,
-                    (2 * S.idx[:, :, None] + np.arange(2)).ravel(),
-                    friction.gradient(S, v.reshape(-1, 2), eps).ravel(),
-                )
-                return g
-
-            z = disp.ravel()
-            assert_close_rel(G(z), fd_gradient(E, z, 1e-7 * eps), 1e-6, "scene friction gradient")
-
-
 @pytest.mark.parametrize("mu_static", [False, True])
 def test_friction_pieces_match_the_energy_on_their_own_piece(mu_static):
     """regime() names the piece each slip is on (0 static, +-1 sliding); the
@@ -337,44 +214,3 @@ def test_projected_friction_hessian_minus_its_deficit_is_the_exact_one():
     np.testing.assert_array_equal(which, np.flatnonzero((np.abs(u) > eps) & (np.abs(u) < 2 * eps)))
     np.testing.assert_allclose(P[which] - N, H[which], atol=1e-9)
     np.testing.assert_allclose(np.delete(P, which, axis=0), np.delete(H, which, axis=0), atol=1e-9)
-
-
-@pytest.mark.parametrize("project", [False, True])
-def test_piece_update_turns_the_hessian_into_the_pieces_hessian(project):
-    """friction_kinks.piece_update: the friction Hessian at x plus the rank-1 bends
-    is the Hessian of every contact on its piece, the projected one included
-    (there both sides are clamped at zero: a slip in the blend between static
-    and kinetic friction, mu_s > mu_k, has negative exact curvature that the
-    projected Hessian does not hold).  Its gradient change likewise."""
-    from solver.friction_kinks import piece_update
-
-    rng = np.random.default_rng(9)
-    eps, n = 1e-3, 6
-    fs = synthetic_set(rng, n, 1, mu_static=True)
-    u = np.array([1.5, -1.7, 0.5, 3.0, 1.2, -0.4]) * eps  # two in the blend (|u| < 2 eps)
-    disp = np.zeros((2 * n, 2))
-    for k in range(n):  # one vertex of each stencil moved along w so that its slip is u_k
-        wk = fs.w[k]
-        disp[fs.idx[k, 0]] = u[k] * wk[:2] / (wk[:2] @ wk[:2])
-    at_x = friction.regime(u, eps)
-    pieces = np.array([0, 0, 1, -1, 1, 0], np.int8)  # slides go static, a stick slides, ...
-    consts = types.SimpleNamespace(h=1.0, eps=eps)
-    dg, bends = piece_update(consts, 4 * n, [(fs, np.zeros(n, bool))], [u], [at_x], [pieces], project)
-    H = friction.hessian(fs, disp, eps, project=project)
-    ((dofs, w, dc),) = bends
-    for row, wk, c in zip(dofs, w, dc, strict=True):
-        k = int(np.flatnonzero((fs.dofs == row).all(axis=1))[0])
-        H[k] += c * np.outer(wk, wk)
-    everyone, changed = np.ones(n, bool), pieces != at_x
-    f_piece, c_piece = friction.piece_force_curvature(fs, everyone, u, pieces, eps)
-    f_true, c_true = friction.force_curvature(fs, everyone, u, eps)
-    f_want, c_want = np.where(changed, f_piece, f_true), np.where(changed, c_piece, c_true)
-    if project:
-        c_want = np.maximum(c_want, 0.0)
-    assert (c_want < 0.0).any() != project  # the blend's negative curvature is held only if exact
-    np.testing.assert_allclose(H, c_want[:, None, None] * np.einsum("ni,nj->nij", fs.w, fs.w), atol=1e-9)
-    g = np.zeros(4 * n)
-    np.add.at(g, fs.dofs.ravel(), friction.gradient(fs, disp, eps).ravel())
-    g_piece = np.zeros(4 * n)
-    np.add.at(g_piece, fs.dofs.ravel(), (f_want[:, None] * fs.w).ravel())
-    np.testing.assert_allclose(g + dg, g_piece, atol=1e-9)

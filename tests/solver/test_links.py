@@ -22,8 +22,9 @@ STIFF = Material(E=1e8, nu=0.3, density=1000.0, mu=0.0)
 G = 9.81
 
 
-def rectangle(name, lo, hi, nx, ny, material=STIFF, angle=0.0, pivot=(0.0, 0.0), **kw):
-    """A structured nx x ny rectangle [lo, hi] mesh, rotated by angle about pivot."""
+def rectangle(name, lo, hi, nx, ny, material=STIFF, turn=(0.0, (0.0, 0.0)), **kw):
+    """A structured nx x ny rectangle [lo, hi] mesh, turned by (angle, about pivot)."""
+    angle, pivot = turn
     xs, ys = np.linspace(lo[0], hi[0], nx + 1), np.linspace(lo[1], hi[1], ny + 1)
     v = np.array([(x, y) for y in ys for x in xs])
     i = np.arange(nx)[None, :] + (nx + 1) * np.arange(ny)[:, None]
@@ -52,7 +53,7 @@ def test_hinged_compound_pendulum_period():
     length, width, theta0 = 0.5, 0.05, 0.05
     pivot = np.array([0.0, 0.0])
     # hanging from the pivot at the top of its axis, tilted by theta0
-    body = rectangle("bar", (-width / 2, -length), (width / 2, 0.0), 2, 20, angle=theta0, pivot=pivot)
+    body = rectangle("bar", (-width / 2, -length), (width / 2, 0.0), 2, 20, turn=(theta0, pivot))
     top = rectangle("bar", (-width / 2, -length), (width / 2, 0.0), 2, 20)  # untilted, to place the pivot
     a = anchor_at(top, (0.0, -0.0))
     link = Link("hinge", "pin", a, LinkAnchor(position=tuple(pivot)))

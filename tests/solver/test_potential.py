@@ -7,6 +7,7 @@ against an independent sum written from seed 004."""
 import numpy as np
 import pytest
 from invariants import assert_close_rel, contact_scene, fd_gradient, fd_jacobian, point_segment_distance
+from invariants import barrier_ref as _barrier_ref
 
 from solver import barrier
 from solver.contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
@@ -119,10 +120,6 @@ def test_penalty_term_alone(monkeypatch):
     assert np.allclose(g, expected.ravel(), rtol=1e-9, atol=1e-12)
 
 
-def _barrier_ref(s):
-    return np.where((s > 0) & (s < 1), -((s - 1) ** 2) * np.log(np.clip(s, 1e-300, 1)), 0.0)
-
-
 @pytest.mark.parametrize("formulation", ["original", "convergent"])
 def test_contact_energy_matches_independent_sum(formulation):
     """Seed 004: P = 1/2 sum_x w_x kappa dhat [sum_e b(d(x,e)) - sum_v b(d(x,v))]
@@ -160,35 +157,6 @@ def test_contact_energy_matches_independent_sum(formulation):
         total += 0.5 * w[pt] * p.kappa * p.dhat * psi
     assert total > 0
     assert np.isclose(solver_E, total, rtol=1e-10)
-
-
-def test_convergent_formulation_removes_the_duplicate_at_a_corner():
-    """A point in the Voronoi cone of a convex corner (closest to the corner
-    vertex for both incident edges): 'original' counts b(d) twice,
-    'convergent' once (the max, seed 004)."""
-    energies = {}
-    for form in ("original", "convergent"):
-        scene = contact_scene(form)
-        m = build_model(scene)
-        p = scene.params
-        x = m.rest.copy()
-        # body A's top-right corner is vertex 8 at (0.15, 0.15); place body B
-        # (vertices 9..12) so its lowest vertex sits diagonally outside it
-        b = m.body_slices[1]
-        low = b.start + int(np.argmin(x[b, 1]))
-        x[b] += np.array([0.15 + 0.2 * p.dhat, 0.15 + 0.2 * p.dhat]) - x[low]
-        corner = 8
-        assert np.allclose(x[corner], [0.15, 0.15])
-        cs = build_contact_set(m, candidate_stencils(m, x, x, p.dhat), p.kappa, p.dhat, form)
-        sub = cs.subset(cs.idx[:, 0] == low)
-        X = sub.gather(x)
-        energies[form] = barrier.pe_value(X, sub.cases(X), sub.coef, p.dhat)
-        w_low = sum(np.linalg.norm(x[a] - x[c]) / 2 for a, c in m.edges if low in (a, c))
-        d = np.linalg.norm(x[low] - x[corner])
-        single = 0.5 * w_low * p.kappa * p.dhat * float(_barrier_ref(np.array(d * d / p.dhat**2)))
-    assert single > 0
-    assert np.isclose(energies["convergent"], single, rtol=1e-10)
-    assert np.isclose(energies["original"], 2 * single, rtol=1e-10)
 
 
 @pytest.mark.parametrize("formulation", ["original", "convergent"])

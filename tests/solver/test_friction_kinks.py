@@ -1,0 +1,83 @@
+"""The friction-kink machinery (solver/friction_kinks.py): the line search's stop at the first
+zero slip, majorized contacts held while the Hessian is projected, and the regime rounds'
+rank-1 piece updates of the friction Hessian."""
+
+import types
+
+import numpy as np
+import pytest
+from invariants import synthetic_set
+
+from solver import friction
+
+
+def test_the_line_search_stops_at_the_first_zero_slip_unless_below_the_floor():
+    from solver.friction_kinks import kink_step, line_search_start
+
+    def fractions(first):  # pair and plane contacts; the first zero slip in the planes
+        return (np.array([1.0, 0.9]), np.array([1.0, first, 0.95]))
+
+    floor = 0.25
+    assert kink_step(fractions(0.6), floor) == 0.6
+    assert kink_step(fractions(floor), floor) == floor
+    assert kink_step(fractions(0.5 * floor), floor) == 1.0
+    assert kink_step((np.ones(0), np.ones(0)), floor) == 1.0  # no friction contacts
+    assert kink_step(fractions(0.6), np.inf) == 1.0  # the stop switched off
+    # the line search starts at the feasible step, shortened to the zero slip on
+    # the exact Hessian only (on the projected one reversed contacts stay majorized)
+    assert line_search_start(0.8, fractions(0.6), False, floor) == 0.6
+    assert line_search_start(0.5, fractions(0.6), False, floor) == 0.5
+    assert line_search_start(0.8, fractions(0.6), True, floor) == 0.8
+
+
+def test_reversed_contacts_stay_majorized_while_the_hessian_is_projected():
+    from solver.friction_kinks import next_majorize
+
+    iters = 2
+    majorize = (np.array([0, 1, 1, 0]), np.array([1]))
+    flips = (np.array([True, False, False, False]), np.array([False]))
+    exact = next_majorize(majorize, flips, False, iters)
+    assert exact[0].tolist() == [iters, 0, 0, 0] and exact[1].tolist() == [0]
+    projected = next_majorize(majorize, flips, True, iters)
+    assert projected[0].tolist() == [iters, 1, 1, 0] and projected[1].tolist() == [1]
+
+
+@pytest.mark.parametrize("project", [False, True])
+def test_piece_update_turns_the_hessian_into_the_pieces_hessian(project):
+    """friction_kinks.piece_update: the friction Hessian at x plus the rank-1 bends
+    is the Hessian of every contact on its piece, the projected one included
+    (there both sides are clamped at zero: a slip in the blend between static
+    and kinetic friction, mu_s > mu_k, has negative exact curvature that the
+    projected Hessian does not hold).  Its gradient change likewise."""
+    from solver.friction_kinks import piece_update
+
+    rng = np.random.default_rng(9)
+    eps, n = 1e-3, 6
+    fs = synthetic_set(rng, n, 1, mu_static=True)
+    u = np.array([1.5, -1.7, 0.5, 3.0, 1.2, -0.4]) * eps  # two in the blend (|u| < 2 eps)
+    disp = np.zeros((2 * n, 2))
+    for k in range(n):  # one vertex of each stencil moved along w so that its slip is u_k
+        wk = fs.w[k]
+        disp[fs.idx[k, 0]] = u[k] * wk[:2] / (wk[:2] @ wk[:2])
+    at_x = friction.regime(u, eps)
+    pieces = np.array([0, 0, 1, -1, 1, 0], np.int8)  # slides go static, a stick slides, ...
+    consts = types.SimpleNamespace(h=1.0, eps=eps)
+    dg, bends = piece_update(consts, 4 * n, [(fs, np.zeros(n, bool))], [u], [at_x], [pieces], project)
+    H = friction.hessian(fs, disp, eps, project=project)
+    ((dofs, w, dc),) = bends
+    for row, wk, c in zip(dofs, w, dc, strict=True):
+        k = int(np.flatnonzero((fs.dofs == row).all(axis=1))[0])
+        H[k] += c * np.outer(wk, wk)
+    everyone, changed = np.ones(n, bool), pieces != at_x
+    f_piece, c_piece = friction.piece_force_curvature(fs, everyone, u, pieces, eps)
+    f_true, c_true = friction.force_curvature(fs, everyone, u, eps)
+    f_want, c_want = np.where(changed, f_piece, f_true), np.where(changed, c_piece, c_true)
+    if project:
+        c_want = np.maximum(c_want, 0.0)
+    assert (c_want < 0.0).any() != project  # the blend's negative curvature is held only if exact
+    np.testing.assert_allclose(H, c_want[:, None, None] * np.einsum("ni,nj->nij", fs.w, fs.w), atol=1e-9)
+    g = np.zeros(4 * n)
+    np.add.at(g, fs.dofs.ravel(), friction.gradient(fs, disp, eps).ravel())
+    g_piece = np.zeros(4 * n)
+    np.add.at(g_piece, fs.dofs.ravel(), (f_want[:, None] * fs.w).ravel())
+    np.testing.assert_allclose(g + dg, g_piece, atol=1e-9)

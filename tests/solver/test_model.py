@@ -1,0 +1,59 @@
+"""The flattened model (solver/model.py): where each body's and collider's vertices go, what they
+carry (mass, friction, owner, prescribed motion), and which point-edge pairs may touch."""
+
+import numpy as np
+
+from solver import Body, Collider, Material, Pin, Scene, SimParams
+from solver.model import build_model
+
+# two unit squares side by side, split along a diagonal, counter-clockwise
+SQUARE = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+TRIS = np.array([[0, 1, 2], [0, 2, 3]])
+
+
+def _scene():
+    left = Body(
+        "left", SQUARE, TRIS, Material(density=2.0, mu=0.3, mu_static=0.5), pins=(Pin(np.array([3])),)
+    )
+    right = Body(
+        "right", SQUARE + np.array([3.0, 0.0]), TRIS, Material(mu=0.2), velocity=np.array([1.0, 0.0])
+    )
+    lid = Collider.static("lid", [[-1.0, 3.0], [5.0, 3.0], [5.0, 4.0]], [[0, 1], [1, 2]], mu=0.1)
+    return Scene(bodies=(left, right), colliders=(lid,), params=SimParams(dhat=0.01))
+
+
+def test_bodies_then_colliders_in_one_vertex_array():
+    m = build_model(_scene())
+    assert m.names == ("left", "right", "lid")
+    assert m.body_slices == (slice(0, 4), slice(4, 8)) and m.collider_slices == (slice(8, 11),)
+    np.testing.assert_array_equal(m.rest[4:8], SQUARE + np.array([3.0, 0.0]))
+    assert m.is_collider.tolist() == [False] * 8 + [True] * 3
+    assert m.owner.tolist() == [0] * 4 + [1] * 4 + [2] * 3
+    # lumped mass: each triangle (area 1/2) gives a third of its mass to each corner; colliders none
+    np.testing.assert_allclose(m.mass[:4], 2.0 * np.array([2, 1, 2, 1]) / 6)
+    assert not m.mass[8:].any()
+    np.testing.assert_allclose(m.velocity[4:8], [[1.0, 0.0]] * 4)
+    assert not m.velocity[:4].any()
+    # friction coefficients per vertex; without its own static one a body's is its kinetic one
+    np.testing.assert_allclose(m.mu, [0.3] * 4 + [0.2] * 4 + [0.1] * 3)
+    np.testing.assert_allclose(m.mu_static, [0.5] * 4 + [0.2] * 4 + [0.1] * 3)
+    # boundary edges renumbered into the model: 4 per square, the collider's 2 after them
+    assert len(m.edges) == 10 and set(m.edges[8:].ravel().tolist()) == {8, 9, 10}
+    assert m.elements is not None
+
+
+def test_pins_and_colliders_are_kinematic_groups_in_model_ids():
+    m = build_model(_scene())
+    pin, lid = m.kin_groups
+    assert pin.name == "left.pin0" and pin.vertices.tolist() == [3]
+    np.testing.assert_array_equal(pin.target(7.0), [[0.0, 1.0]])  # a pin without a schedule stays
+    assert lid.name == "lid" and lid.vertices.tolist() == [8, 9, 10]
+
+
+def test_a_point_never_touches_its_own_edges_or_a_collider_its_own_kind():
+    m = build_model(_scene())
+    p = np.array([0, 1, 5, 8, 4])
+    e0 = np.array([0, 4, 4, 9, 0])
+    e1 = np.array([1, 5, 5, 10, 1])
+    # own edge, another body's edge, own edge, collider against collider, another body's edge
+    assert m.may_contact(p, e0, e1).tolist() == [False, True, False, False, True]
