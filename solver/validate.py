@@ -109,6 +109,7 @@ def _is_number(value):
 
 
 def _describe(value):
+    """Short human description of a value for error messages (a scene file's JSON values too)."""
     if value is None:
         return "null"
     if isinstance(value, (bool, np.bool_)):
@@ -116,6 +117,12 @@ def _describe(value):
     if isinstance(value, str):
         text = value if len(value) <= 40 else value[:37] + "..."
         return f"the string {text!r}"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)} entries"
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
     return repr(value)
 
 

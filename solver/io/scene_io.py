@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import SolverInputError
 from ..scene import Body, Collider, HalfPlane, Link, LinkAnchor, Material, Pin, Scene, SimParams
-from ..validate import SCENE_FILE, check_scene
+from ..validate import SCENE_FILE, _describe, _is_number, check_scene
 
 FORMAT_NAME = "blender-ipc-scene"
 FORMAT_VERSION = 1
@@ -46,30 +46,6 @@ def _fail(path, message):
 
 def _join(path, key):
     return f"{path}.{key}" if path else key
-
-
-def _describe(value):
-    """Short human description of a JSON value for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, (bool, np.bool_)):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        text = value if len(value) <= 40 else value[:37] + "..."
-        return f"the string {text!r}"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, (list, tuple)):
-        return f"a list of {len(value)} entries"
-    if isinstance(value, np.ndarray):
-        return f"an array of shape {value.shape}"
-    return repr(value)
-
-
-def _is_number(value):
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_)
-    )
 
 
 def _is_integer(value):
