@@ -21,6 +21,7 @@ from .colliders import (
     sample_matrices,
 )
 from .common import PLANE_AXES, IPCError, frame_range, matrix_of, sim_dt
+from .modifier_stack import detail_hidden
 from .reading import (
     animated_velocity,
     build_scene,
@@ -125,8 +126,15 @@ class BakeJob:
 
     def _read(self, context):
         scene = context.scene
-        plane = scene.ipc.plane
         frame, subframe = scene.frame_current, scene.frame_subframe
+        # Obstacle bodies are read as simulated: without the detail modifiers drawn on top.
+        obstacle_bodies = [o for o in self.collider_objs if is_obstacle_body(o, self.body_objs)]
+        with detail_hidden(obstacle_bodies):
+            return self._read_at_start(context, frame, subframe)
+
+    def _read_at_start(self, context, frame, subframe):
+        scene = context.scene
+        plane = scene.ipc.plane
         n_steps = (self.n_frames - 1) * self.substeps
         # One substep more is sampled than the frames need: the solver's time, summed step by
         # step, may end a hair after the last sample, where a collider's target would be clamped

@@ -2,8 +2,9 @@
 mesh as solver arrays, the solver scene built from bodies, colliders and settings, and solver
 messages in Blender's words.
 
-A deformable body is its mesh at the start frame in world space (the add-on refuses modifiers
-and foreign shape keys, so the mesh data + evaluated world matrix *is* the evaluated mesh),
+A deformable body is its mesh at the start frame in world space: the mesh data posed by the
+evaluated world matrix (the add-on refuses foreign shape keys and modifiers that change the shape
+in the plane; detail modifiers apply on top of the bake, see :mod:`.modifier_stack`),
 triangulated through ``loop_triangles`` (n-gons included) and projected to the plane.
 """
 
@@ -29,7 +30,7 @@ from .common import (
     sim_dt,
     transform,
 )
-from .pc2 import cache_modifier
+from .modifier_stack import shape_changing, type_label
 from .solver import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
 from .solver.geometry import cross, orientation, point_segment_distance, points_in_triangles, signed_areas
 
@@ -150,14 +151,13 @@ def check_bakeable(context, bodies, colliders):
                 f"'{obj.name}': its mesh '{obj.data.name}' is shared by "
                 f"{obj.data.users} objects; make it single-user before baking"
             )
-        # (the add-on's own Mesh Cache modifier plays a bake stored as PC2; a new bake replaces it)
-        mods = [
-            m.name for m in obj.modifiers if (m.show_viewport or m.show_render) and m != cache_modifier(obj)
-        ]
-        if mods:
+        changing = shape_changing(obj)
+        if changing:
+            mod = changing[0]
             raise IPCError(
-                f"'{obj.name}': modifier '{mods[0]}' would be applied on top of the "
-                "baked shape keys; apply or disable it before baking"
+                f"'{obj.name}': modifier '{mod.name}' ({type_label(mod)}) changes the shape in the "
+                "simulation plane, which the bake does not see; apply or disable it before baking "
+                "(Subdivision Surface, Solidify, Bevel and other detail modifiers may stay)"
             )
         key = obj.data.shape_keys
         if key and not is_our_bake(obj):
@@ -359,8 +359,9 @@ def animated_velocity(body: BodyInput, before: np.ndarray, fps: float, plane: st
     """The velocity [m/s] (k, 2) of the body's solver vertices that its object's animation has at
     the start frame: (position at the start frame - position one frame before) x fps, in the
     plane; None when the body does not move there. before: the object's world matrix (4, 4) one
-    frame before the start. A body's evaluated mesh is its mesh data posed by that matrix (the
-    add-on refuses modifiers and foreign shape keys; an earlier IPC bake is not an input)."""
+    frame before the start. A body's simulated mesh is its mesh data posed by that matrix (the
+    add-on refuses shape-changing modifiers and foreign shape keys; an earlier IPC bake is not
+    an input)."""
     u, v, _ = PLANE_AXES[plane]
     prev = transform(before, body.local_rest.astype(np.float64))
     step = (body.world_rest - prev)[body.used][:, [u, v]]

@@ -100,10 +100,11 @@ def test_users_own_shape_keys_are_never_overwritten():
     assert [kb.name for kb in top.data.shape_keys.key_blocks] == ["Basis", "Smile"]
 
 
-def test_topology_or_deforming_modifier():
+def test_shape_changing_modifier():
     top, _, _ = _scene()
-    top.modifiers.new("Subdiv", "SUBSURF")
-    _assert_refused(["IPC_Square_Top", "Subdiv"])
+    top.modifiers.new("Subdiv", "SUBSURF")  # a detail modifier: allowed on top of the bake
+    top.modifiers.new("Wavy", "DISPLACE")
+    _assert_refused(["IPC_Square_Top", "'Wavy'", "Displace", "changes the shape"])
 
 
 def test_shared_mesh():
