@@ -27,6 +27,12 @@ def draw_object(layout, context, obj):
         col.prop(s, "poisson_ratio")
         col.prop(s, "density")
     col.prop(s, "friction")
+    if s.role == "BODY":
+        row = col.row(align=True)
+        row.prop(s, "use_static_friction", text="")
+        sub = row.row(align=True)
+        sub.active = s.use_static_friction
+        sub.prop(s, "static_friction")
     if s.role == "BODY" and obj.type == "MESH":
         col = layout.column(align=True)
         col.prop(s, "initial_velocity")
@@ -72,6 +78,20 @@ def draw_scene(layout, context):
     col.prop(s, "use_scene_gravity")
     if not s.use_scene_gravity:
         col.prop(s, "gravity")
+    col.prop(s, "use_ground")
+    if s.use_ground:
+        row = col.row(align=True)
+        row.prop(s, "ground_height")
+        row.prop(s, "ground_friction")
+    col.prop(s, "keep_partial")
+    col.prop(s, "state_every")
+
+
+def draw_advanced(layout, context):
+    """The solver's internals: contact gap and stiffness, formulation, friction smoothing,
+    Newton's tolerances (closed by default, as Blender's own physics panels keep theirs)."""
+    s = context.scene.ipc
+    col = layout.column()
     col.prop(s, "dhat_mode")
     col.prop(s, "dhat_relative" if s.dhat_mode == "RELATIVE" else "dhat")
     col.prop(s, "kappa_auto")
@@ -83,13 +103,6 @@ def draw_scene(layout, context):
     col.prop(s, "newton_tol")
     col.prop(s, "force_tol")
     col.prop(s, "max_newton_iters")
-    col.prop(s, "use_ground")
-    if s.use_ground:
-        row = col.row(align=True)
-        row.prop(s, "ground_height")
-        row.prop(s, "ground_friction")
-    col.prop(s, "keep_partial")
-    col.prop(s, "state_every")
 
 
 def draw_bake(layout, context):
@@ -189,6 +202,18 @@ class IPC_PT_physics_scene(bpy.types.Panel):
         draw_scene(self.layout, context)
 
 
+class IPC_PT_physics_advanced(bpy.types.Panel):
+    bl_label = "Advanced"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+    bl_parent_id = "IPC_PT_physics"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        draw_advanced(self.layout, context)
+
+
 class IPC_PT_sidebar(bpy.types.Panel):
     bl_label = "IPC 2D Simulation"
     bl_space_type = "VIEW_3D"
@@ -214,4 +239,23 @@ class IPC_PT_sidebar_scene(bpy.types.Panel):
         draw_scene(self.layout, context)
 
 
-CLASSES = (IPC_PT_physics, IPC_PT_physics_scene, IPC_PT_sidebar, IPC_PT_sidebar_scene)
+class IPC_PT_sidebar_advanced(bpy.types.Panel):
+    bl_label = "Advanced"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "IPC"
+    bl_parent_id = "IPC_PT_sidebar"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        draw_advanced(self.layout, context)
+
+
+CLASSES = (
+    IPC_PT_physics,
+    IPC_PT_physics_scene,
+    IPC_PT_physics_advanced,
+    IPC_PT_sidebar,
+    IPC_PT_sidebar_scene,
+    IPC_PT_sidebar_advanced,
+)

@@ -118,11 +118,25 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
     )
     friction: FloatProperty(
         name="Friction",
-        description="Coulomb friction coefficient",
+        description="Coulomb friction coefficient while sliding (kinetic)",
         default=0.4,
         min=0.0,
         soft_max=2.0,
         update=_value_update,
+    )
+    use_static_friction: BoolProperty(
+        name="Static Friction",
+        description="Use a separate, higher friction coefficient while a contact sticks "
+        "(off: the same as Friction)",
+        default=False,
+    )
+    static_friction: FloatProperty(
+        name="Static Friction",
+        description="Coulomb friction coefficient while a contact sticks: a contact starts to "
+        "slide when its tangential force exceeds this times its normal force (at least Friction)",
+        default=0.6,
+        min=0.0,
+        soft_max=2.0,
     )
     initial_velocity: FloatVectorProperty(
         name="Initial Velocity",

@@ -151,6 +151,13 @@ def check_bakeable(context, bodies, colliders):
                 f"'{obj.name}': its mesh '{obj.data.name}' is shared by "
                 f"{obj.data.users} objects; make it single-user before baking"
             )
+        s = obj.ipc
+        if s.use_static_friction and s.static_friction < s.friction:
+            raise IPCError(
+                f"'{obj.name}': Static Friction ({s.static_friction:.3g}) is below Friction "
+                f"({s.friction:.3g}); a contact holds at least as well as it slides: raise Static "
+                "Friction or switch it off"
+            )
         changing = shape_changing(obj)
         if changing:
             mod = changing[0]
@@ -308,7 +315,10 @@ def attach_to_nearest_triangle(points: np.ndarray, x: np.ndarray, tris: np.ndarr
 
 def material_of(obj) -> Material:
     s = obj.ipc
-    return Material(E=s.youngs_modulus, nu=s.poisson_ratio, density=s.density, mu=s.friction)
+    static = s.static_friction if s.role == "BODY" and s.use_static_friction else None
+    return Material(
+        E=s.youngs_modulus, nu=s.poisson_ratio, density=s.density, mu=s.friction, mu_static=static
+    )
 
 
 def _gravity(scene) -> tuple[float, float]:

@@ -190,8 +190,9 @@ def _settings_text(scene) -> str:
 def _object_text(obj) -> str:
     """An object's name and IPC settings, as text (cheap)."""
     s = obj.ipc
+    static = f"static{s.static_friction}" if s.use_static_friction else ""  # off: old bakes stay current
     return (
-        f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}{s.friction}{s.pin_group}"
+        f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}{s.friction}{s.pin_group}{static}"
         f"{tuple(s.initial_velocity)}{s.initial_angular_velocity}"
     )
 

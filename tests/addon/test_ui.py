@@ -49,6 +49,7 @@ def _draw_all(context):
     layout = _Layout(log)
     panels.draw_object(layout, context, context.object)
     panels.draw_scene(layout, context)
+    panels.draw_advanced(layout, context)
     panels.draw_bake(layout, context)
     return log
 
@@ -130,3 +131,30 @@ def test_panel_points_to_make_simulation_mesh_for_slivers_and_text_bodies():
     text_log = drawn(text)
     assert any(kind == "label" and "Text object" in text for kind, text in text_log), text_log
     assert ("op", "ipc.make_sim_mesh") in text_log
+
+
+def test_everyday_settings_first_and_solver_internals_in_a_closed_advanced_panel():
+    harness.sub("examples").build_compressing_squares(bpy.context, n_seg=2, fps=50, substeps=2, n_frames=4)
+    panels = harness.sub("panels")
+    scene_log, advanced_log, object_log = [], [], []
+    panels.draw_scene(_Layout(scene_log), bpy.context)
+    panels.draw_advanced(_Layout(advanced_log), bpy.context)
+    panels.draw_object(_Layout(object_log), bpy.context, bpy.context.object)
+    internals = {
+        "dhat_mode",
+        "kappa_auto",
+        "formulation",
+        "eps_v",
+        "newton_tol",
+        "force_tol",
+        "max_newton_iters",
+    }
+    assert internals <= {name for kind, name in advanced_log if kind == "prop"}
+    assert not internals & {name for kind, name in scene_log if kind == "prop"}
+    assert {"plane", "substeps", "use_ground"} <= {name for kind, name in scene_log if kind == "prop"}
+    for advanced in (panels.IPC_PT_physics_advanced, panels.IPC_PT_sidebar_advanced):
+        assert advanced.bl_options == {"DEFAULT_CLOSED"} and advanced.bl_parent_id.startswith("IPC_PT_")
+    # a body shows both friction coefficients: sliding and sticking
+    assert {("prop", "friction"), ("prop", "static_friction"), ("prop", "use_static_friction")} <= set(
+        object_log
+    )
