@@ -175,11 +175,40 @@ def draw_distances(box, s):
         box.label(text="Key the collider to stop higher, or make the bodies softer", icon="INFO")
 
 
-class IPC_PT_physics(bpy.types.Panel):
-    bl_label = "IPC 2D Simulation"
+class _PhysicsTab:
+    """Properties editor, Physics tab."""
+
     bl_space_type = "PROPERTIES"
     bl_region_type = "WINDOW"
     bl_context = "physics"
+
+
+class _SidebarTab:
+    """3D view sidebar (N), tab "IPC"."""
+
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "IPC"
+
+
+class _SceneSettings:
+    bl_label = "Scene Settings"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        draw_scene(self.layout, context)
+
+
+class _Advanced:
+    bl_label = "Advanced"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        draw_advanced(self.layout, context)
+
+
+class IPC_PT_physics(_PhysicsTab, bpy.types.Panel):
+    bl_label = "IPC 2D Simulation"
 
     @classmethod
     def poll(cls, context):
@@ -190,35 +219,16 @@ class IPC_PT_physics(bpy.types.Panel):
         draw_bake(self.layout, context)
 
 
-class IPC_PT_physics_scene(bpy.types.Panel):
-    bl_label = "Scene Settings"
-    bl_space_type = "PROPERTIES"
-    bl_region_type = "WINDOW"
-    bl_context = "physics"
+class IPC_PT_physics_scene(_SceneSettings, _PhysicsTab, bpy.types.Panel):
     bl_parent_id = "IPC_PT_physics"
-    bl_options = {"DEFAULT_CLOSED"}
-
-    def draw(self, context):
-        draw_scene(self.layout, context)
 
 
-class IPC_PT_physics_advanced(bpy.types.Panel):
-    bl_label = "Advanced"
-    bl_space_type = "PROPERTIES"
-    bl_region_type = "WINDOW"
-    bl_context = "physics"
+class IPC_PT_physics_advanced(_Advanced, _PhysicsTab, bpy.types.Panel):
     bl_parent_id = "IPC_PT_physics"
-    bl_options = {"DEFAULT_CLOSED"}
-
-    def draw(self, context):
-        draw_advanced(self.layout, context)
 
 
-class IPC_PT_sidebar(bpy.types.Panel):
+class IPC_PT_sidebar(_SidebarTab, bpy.types.Panel):
     bl_label = "IPC 2D Simulation"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "IPC"
 
     def draw(self, context):
         if context.object is not None:
@@ -227,28 +237,12 @@ class IPC_PT_sidebar(bpy.types.Panel):
         self.layout.operator("ipc.add_example", icon="ADD")
 
 
-class IPC_PT_sidebar_scene(bpy.types.Panel):
-    bl_label = "Scene Settings"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "IPC"
+class IPC_PT_sidebar_scene(_SceneSettings, _SidebarTab, bpy.types.Panel):
     bl_parent_id = "IPC_PT_sidebar"
-    bl_options = {"DEFAULT_CLOSED"}
-
-    def draw(self, context):
-        draw_scene(self.layout, context)
 
 
-class IPC_PT_sidebar_advanced(bpy.types.Panel):
-    bl_label = "Advanced"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "IPC"
+class IPC_PT_sidebar_advanced(_Advanced, _SidebarTab, bpy.types.Panel):
     bl_parent_id = "IPC_PT_sidebar"
-    bl_options = {"DEFAULT_CLOSED"}
-
-    def draw(self, context):
-        draw_advanced(self.layout, context)
 
 
 CLASSES = (
