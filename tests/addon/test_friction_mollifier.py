@@ -53,7 +53,7 @@ def test_the_setting_defaults_to_linear_and_reaches_the_solver():
     assert [p.friction_mollifier for p in _baked_params(bake_job)] == ["ipc"]
 
 
-def test_the_scene_panel_shows_it_next_to_the_friction_speed():
+def test_the_advanced_panel_shows_it_next_to_the_friction_speed():
     drawn = []
 
     class Layout:
@@ -69,7 +69,7 @@ def test_the_scene_panel_shows_it_next_to_the_friction_speed():
         def label(self, *args, **kwargs):
             pass
 
-    harness.sub("panels").draw_scene(Layout(), bpy.context)
+    harness.sub("panels").draw_advanced(Layout(), bpy.context)
     i = drawn.index("eps_v")
     assert drawn[i + 1] == "friction_mollifier", drawn
 
