@@ -1,6 +1,8 @@
 """The bake job: reads everything up front, steps the solver frame by frame (in time slices for
-the modal operator) and writes the shape keys only when it finishes. The modal bake shows the
-frames as they are computed on scratch copies of the body meshes (:class:`LivePreview`)."""
+the modal operator) and writes the shape keys only when it finishes. The computed frames wait
+on disk (:mod:`frame_spool`), so a long bake's memory does not grow with its frames. The modal
+bake shows the frames as they are computed on scratch copies of the body meshes
+(:class:`LivePreview`)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from .colliders import (
     sample_matrices,
 )
 from .common import PLANE_AXES, IPCError, frame_range, matrix_of, sim_dt
+from .frame_spool import FrameSpool
 from .reading import (
     animated_velocity,
     build_scene,
@@ -104,13 +107,13 @@ class BakeJob:
         # frames[0] is frame frame_start + base: the start, or the last frame of the bake continued
         self.base = 0 if resume is None else resume.baked_end - self.frame_start
         if resume is None:
-            self.frames = [
-                [b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]
-            ]
+            first = [b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]
             self.stats = BakeStats(frames=1)
         else:
-            self.frames = [[self.sim.body_positions(i).copy() for i in range(len(self.inputs))]]
+            first = [self.sim.body_positions(i) for i in range(len(self.inputs))]
             self.stats = BakeStats(frames=self.base + 1, **restored_stats(resume.stats))
+        self.frames = _spool([p.shape for p in first])
+        self.frames.append(first)
         self.failure: str | None = None
         self.preview: LivePreview | None = None
         self.started = time.perf_counter()
@@ -172,7 +175,7 @@ class BakeJob:
     @property
     def frames_done(self) -> int:
         """Frames of the bake so far, from frame_start (those of a continued bake included)."""
-        return self.base + len(self.frames)
+        return self.base + self.frames.count
 
     @property
     def done(self) -> bool:
@@ -191,13 +194,13 @@ class BakeJob:
     @property
     def new_frames(self) -> int:
         """Frames computed by this job (a continued bake's earlier frames not counted)."""
-        return len(self.frames) - 1
+        return self.frames.count - 1
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
     def estimate_remaining(self) -> float:
-        computed = len(self.frames) - 1
+        computed = self.new_frames
         if computed <= 0:
             return math.nan
         return self.elapsed() / computed * (self.n_frames - self.frames_done)
@@ -219,7 +222,14 @@ class BakeJob:
         except Exception as err:  # solver failures, and anything else: the message tells
             self.failure = self._failure_message(err, frame, done + 1)
             return
-        self.frames.append([self.sim.body_positions(i).copy() for i in range(len(self.inputs))])
+        try:
+            self.frames.append([self.sim.body_positions(i) for i in range(len(self.inputs))])
+        except OSError as err:  # a full disk: the frames computed so far are still readable
+            self.failure = (
+                f"Could not keep frame {frame} of the bake on disk ({err.strerror or err}) "
+                f"in the temporary folder '{self.frames.folder}'; free some space and bake again"
+            )
+            return
         self.stats.frames = self.frames_done
         self.stats.collider_lag.append(lag)
         self.stats.collider_distance.append(dist)
@@ -313,10 +323,15 @@ class BakeJob:
         """Body j's computed frames in object-local float32 coordinates, FINISH_CHUNK frames at
         a time (from frame_start + base on), so that writing them needs memory for a chunk,
         not for every frame at once."""
-        for lo in range(0, len(self.frames), FINISH_CHUNK):
-            part = self.frames[lo : lo + FINISH_CHUNK]
+        for lo in range(0, self.frames.count, FINISH_CHUNK):
+            part = self.frames.read(lo, min(lo + FINISH_CHUNK, self.frames.count))[j]
             mats = self.frame_mats[self.base + lo : self.base + lo + len(part), j]
-            yield to_local_frames(body, np.stack([f[j] for f in part]), mats, plane)
+            yield to_local_frames(body, part, mats, plane)
+
+    def body_frames(self, j: int) -> np.ndarray:
+        """Body j's solver positions of the frames computed so far (F, k, 2), from frame_start
+        + base on (for tests and scripts: reads every frame into memory)."""
+        return self.frames.read(0, self.frames.count)[j]
 
     def _write_keys(self, obj, chunks):
         """The frames computed as shape keys; the first chunk starts with frame_start + base
@@ -375,6 +390,17 @@ class BakeJob:
             item.lag_frames, item.overlap_frames = r.lag_frames, r.overlap_frames
 
 
+def _spool(shapes) -> FrameSpool:
+    """The computed frames' file, in Blender's temporary folder for this session."""
+    try:
+        return FrameSpool(shapes, bpy.app.tempdir)
+    except OSError as err:
+        raise IPCError(
+            f"Could not create a file for the bake's frames in the temporary folder "
+            f"'{bpy.app.tempdir}': {err.strerror or err}; free some space and bake again"
+        ) from err
+
+
 class LivePreview:
     """The modal bake's live view: each body object's mesh is swapped for a scratch copy that
     gets one absolute shape key per frame as soon as the frame is computed, keyed like a bake,
@@ -413,7 +439,7 @@ class LivePreview:
             plane = job.scene.ipc.plane
             for j, (obj, _own, _scratch) in enumerate(self.meshes):
                 body = job.inputs[j]
-                positions = np.stack([f[j] for f in job.frames[self.written - job.base : n - job.base]])
+                positions = job.frames.read(self.written - job.base, n - job.base)[j]
                 local = to_local_frames(body, positions, job.frame_mats[self.written : n, j], plane)
                 for k, co in enumerate(local):
                     add_frame_key(obj, self.keys[j], co, job.frame_start + self.written + k)

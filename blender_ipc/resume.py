@@ -165,10 +165,11 @@ def put(job, text: str):
     stored[job.signature] = text
     in_use = {o.ipc.bake_hash for o in scene.objects if o.type == "MESH" and o.ipc.is_baked}
     scene[PROPERTY] = {h: t for h, t in stored.items() if h in in_use}
-    states = json.loads(text)["states"]
+    # the figures from the job's states, not by parsing the text again (a copy of every state)
+    states = [st for f, st in job.states.items() if f <= job.baked_end]
     s = scene.ipc
     s.stat_states = len(states)
-    s.stat_state_bytes = sum(len(st["solver"]) for st in states.values()) // max(1, len(states))
+    s.stat_state_bytes = sum(len(st["solver"]) for st in states) // max(1, len(states))
 
 
 def store(job):
