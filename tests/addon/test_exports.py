@@ -10,6 +10,7 @@ from pathlib import Path
 import bpy
 import harness
 import numpy as np
+import pytest
 
 N_FRAMES = 6
 BODIES = ("IPC_Square_Bottom", "IPC_Square_Top")
@@ -221,3 +222,82 @@ def test_alembic_and_usd_read_back_as_baked():
             obj.select_set(obj.name == BODIES[0])
         assert bpy.ops.ipc.delete_bake(target="SELECTED") == {"FINISHED"}
         assert not path.exists() and not _folder().exists()
+
+
+class _FilesCannotGo:
+    """Path.unlink raising EROFS for the files of the bake's folder, as in a folder made
+    read-only (the tests run as root, for whom chmod does not stop a removal)."""
+
+    def __enter__(self):
+        self.real = Path.unlink
+        folder = _folder()
+
+        def unlink(path, missing_ok=False):
+            if Path(path).parent == folder:
+                raise OSError(errno.EROFS, "Read-only file system", str(path))
+            return self.real(path, missing_ok=missing_ok)
+
+        Path.unlink = unlink
+        return self
+
+    def __exit__(self, *exc):
+        Path.unlink = self.real
+        return False
+
+
+def _stores():
+    """Per body: its modifiers (name, file) and its shape keys' names."""
+    out = {}
+    for name in BODIES:
+        obj = bpy.data.objects[name]
+        keys = obj.data.shape_keys
+        out[name] = (
+            [(m.name, getattr(m, "filepath", "")) for m in obj.modifiers],
+            None if keys is None else [kb.name for kb in keys.key_blocks],
+            obj.ipc.is_baked,
+        )
+    return out
+
+
+def test_files_that_cannot_be_removed_leave_the_bake_unchanged():
+    keys = _baked_scene()
+    assert bpy.ops.ipc.store_pc2(target="SCENE") == {"FINISHED"}
+    files = sorted(_folder().iterdir())
+    before, stores = harness.snapshot(), _stores()
+    for operator in ("delete_bake", "store_keys"):
+        with _FilesCannotGo():
+            message = harness.bake_error(operator, target="SCENE")
+        assert "Could not remove" in message and "Read-only file system" in message, message
+        assert "is unchanged" in message, message
+        assert harness.snapshot() == before and _stores() == stores, operator
+        assert sorted(_folder().iterdir()) == files
+    for name in BODIES:  # still played from the files
+        played = _played(bpy.data.objects[name], range(1, N_FRAMES + 1))
+        np.testing.assert_allclose(played, keys[name], rtol=0, atol=1e-6)
+
+
+def test_an_export_that_cannot_be_written_changes_nothing():
+    _baked_scene()
+    exports = harness.sub("exports")
+    fmt = next((f for f in ("ALEMBIC", "USD") if exports.available(f)), None)
+    if fmt is None:
+        pytest.skip("this Blender build has no Alembic or USD exporter (the refusal is tested above)")
+    assert bpy.ops.ipc.export_bake(target="SCENE", format=fmt) == {"FINISHED"}
+    (earlier,) = _folder().iterdir()
+    content = earlier.read_bytes()
+    before, records = harness.snapshot(), bpy.context.scene["_ipc_exports"].to_dict()
+    real_replace = Path.replace
+
+    def full_disk(path, target):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    Path.replace = full_disk
+    try:
+        message = harness.bake_error("export_bake", target="SCENE", format=fmt)
+    finally:
+        Path.replace = real_replace
+    assert f"Could not write '{earlier}': No space left on device" in message, message
+    assert "nothing was exported (an earlier export is kept)" in message, message
+    assert harness.snapshot() == before
+    assert bpy.context.scene["_ipc_exports"].to_dict() == records
+    assert list(_folder().iterdir()) == [earlier] and earlier.read_bytes() == content
