@@ -54,6 +54,12 @@ def recorded_exports(scene) -> dict[str, list[str]]:
     return {k: list(v) for k, v in scene.get(EXPORTS_PROPERTY, {}).items()}
 
 
+def exports_holding(scene, names) -> list[str]:
+    """The recorded exports (paths relative to the .blend) holding any object of names."""
+    names = set(names)
+    return sorted(rel for rel, held in recorded_exports(scene).items() if names & set(held))
+
+
 def remove_exports_of(scene, obj) -> list[str]:
     """Remove the exports that hold obj (its bake is being deleted); returns the files removed.
     A file that cannot be removed raises IPCError before anything else changes."""

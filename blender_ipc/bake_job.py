@@ -14,6 +14,7 @@ import bpy
 import numpy as np
 
 from . import blas_threads, messages
+from .bake_files import exports_holding
 from .colliders import (
     ColliderReport,
     collider_reports,
@@ -24,6 +25,7 @@ from .colliders import (
 )
 from .common import PLANE_AXES, IPCError, frame_range, matrix_of, sim_dt
 from .frame_spool import FrameSpool
+from .pc2 import cache_modifier
 from .reading import (
     animated_velocity,
     build_scene,
@@ -115,6 +117,7 @@ class BakeJob:
         self.frames = _spool([p.shape for p in first])
         self.frames.append(first)
         self.failure: str | None = None
+        self.outdated_exports: list[str] = []  # see exports_warning
         self.preview: LivePreview | None = None
         self.started = time.perf_counter()
         # frame -> the solver state stored every K frames (resume.keep_state; Bake from Here)
@@ -317,7 +320,20 @@ class BakeJob:
         self._record_stats()
         if stored is not None:
             put_checkpoint(self, stored)
+        if self.resume is not None:  # a new bake removed them (write_bake); these hold old frames
+            self.outdated_exports = exports_holding(self.scene, [o.name for o in self.body_objs])
         return True
+
+    @property
+    def exports_warning(self) -> str:
+        """After Continue Bake or Bake from Here: the Alembic/USD exports of the bodies hold the
+        bake as it was before, or ''."""
+        if not self.outdated_exports:
+            return ""
+        return (
+            "IPC: " + ", ".join(f"'{p}'" for p in self.outdated_exports) + " holds the bake as it was "
+            "before; export again (Bake Files > Alembic / USD) to include the new frames"
+        )
 
     def _local_chunks(self, j, body, plane):
         """Body j's computed frames in object-local float32 coordinates, FINISH_CHUNK frames at
@@ -415,8 +431,13 @@ class LivePreview:
         # continued bake shows the frames baked before too)
         self.written = job.base + 1
         self.meshes, self.keys = [], []
+        self.hidden = []  # Mesh Cache modifiers switched off in the viewport for the preview
         try:
             for obj in job.body_objs:
+                cache = cache_modifier(obj)  # a bake stored as PC2 would hide the preview's keys
+                if cache is not None and cache.show_viewport:
+                    cache.show_viewport = False
+                    self.hidden.append(cache)
                 own = obj.data
                 scratch = own.copy()
                 self.meshes.append((obj, own, scratch))
@@ -458,4 +479,6 @@ class LivePreview:
                 remove_keys(obj)
                 obj.data = own
             bpy.data.meshes.remove(scratch)
-        self.meshes, self.keys = [], []
+        for cache in self.hidden:
+            cache.show_viewport = True
+        self.meshes, self.keys, self.hidden = [], [], []

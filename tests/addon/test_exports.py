@@ -301,3 +301,69 @@ def test_an_export_that_cannot_be_written_changes_nothing():
     assert harness.snapshot() == before
     assert bpy.context.scene["_ipc_exports"].to_dict() == records
     assert list(_folder().iterdir()) == [earlier] and earlier.read_bytes() == content
+
+
+def test_continue_and_bake_from_here_of_a_pc2_bake_say_what_to_do():
+    keys = _baked_scene()
+    assert bpy.ops.ipc.store_pc2(target="SCENE") == {"FINISHED"}
+    bpy.context.scene.frame_end = N_FRAMES + 2
+    before, stores = harness.snapshot(), _stores()
+    for operator, kwargs in (
+        ("continue_bake", {"target": "SCENE"}),
+        ("bake_from_here", {"target": "SCENE", "frame": 3}),
+    ):
+        message = harness.bake_error(operator, **kwargs)
+        assert "'IPC_Square_Bottom' is stored as a PC2 cache" in message, message
+        assert "Store Bake as Shape Keys first" in message, message
+        assert harness.snapshot() == before and _stores() == stores
+    # What the message says works.
+    assert bpy.ops.ipc.store_keys(target="SCENE") == {"FINISHED"}
+    assert bpy.ops.ipc.continue_bake(target="SCENE") == {"FINISHED"}
+    for name in BODIES:
+        got = _keys(bpy.data.objects[name])
+        assert len(got) == N_FRAMES + 2 and np.array_equal(got[:N_FRAMES], keys[name])
+
+
+def test_continue_and_bake_from_here_say_an_export_is_older_than_the_bake():
+    _baked_scene()
+    exports, adapter = harness.sub("exports"), harness.sub("adapter")
+    fmt = next((f for f in ("ALEMBIC", "USD") if exports.available(f)), None)
+    if fmt is None:
+        pytest.skip("this Blender build has no Alembic or USD exporter")
+    assert bpy.ops.ipc.export_bake(target="SCENE", format=fmt) == {"FINISHED"}
+    (path,) = bpy.context.scene["_ipc_exports"].keys()
+    bpy.context.scene.frame_end = N_FRAMES + 2
+    job = adapter.BakeJob(bpy.context, resume=adapter.prepare_resume(bpy.context, "SCENE"))
+    job.run()
+    assert job.finish() is True
+    assert job.outdated_exports == [path]
+    assert f"'{path}' holds the bake as it was before; export again" in job.exports_warning
+    rebake = harness.sub("rebake").prepare(bpy.context, "SCENE", 4)
+    rebake.run()
+    assert rebake.finish() is True and rebake.outdated_exports == [path]
+    # A new bake removes the export (as before); nothing is then outdated.
+    job = adapter.BakeJob(bpy.context, "SCENE")
+    job.run()
+    assert job.finish() is True and job.exports_warning == ""
+    assert "_ipc_exports" not in bpy.context.scene or not bpy.context.scene["_ipc_exports"]
+
+
+def test_the_live_view_of_a_bake_over_a_pc2_cache_shows_the_new_frames():
+    """The Mesh Cache modifier of the earlier bake would show the cache over the live view's
+    keys: it is switched off while the bake runs and on again when it is cancelled."""
+    keys = _baked_scene()
+    assert bpy.ops.ipc.store_pc2(target="SCENE") == {"FINISHED"}
+    top = bpy.data.objects["IPC_Square_Top"]
+    bpy.context.scene.ipc.substeps = 3  # another bake: its frames differ from the cache's
+    ops = harness.sub("operators")
+    job = ops.RunningBake.start(bpy.context, "SCENE")
+    for _ in range(3):
+        assert ops.RunningBake.tick(0.0) is False
+    assert job.frames_done == 4
+    shown = harness.evaluated_local(top)
+    assert np.array_equal(shown, _keys(top)[3])  # the live view's newest frame
+    assert not np.allclose(shown, keys[top.name][3], rtol=0, atol=1e-6)
+    assert not top.modifiers[0].show_viewport
+    ops.RunningBake.cancel()
+    assert top.modifiers[0].show_viewport and top.data.shape_keys is None
+    np.testing.assert_allclose(_played(top, range(1, N_FRAMES + 1)), keys[top.name], rtol=0, atol=1e-6)
