@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import blas_threads, messages
+from . import bake_files, blas_threads, messages
 from .bake_files import exports_holding
 from .colliders import (
     ColliderReport,
@@ -24,6 +24,7 @@ from .colliders import (
     sample_matrices,
 )
 from .common import PLANE_AXES, IPCError, frame_range, matrix_of, sim_dt
+from .exports import files_of
 from .frame_spool import FrameSpool
 from .pc2 import cache_modifier
 from .reading import (
@@ -310,13 +311,16 @@ class BakeJob:
             raise IPCError(
                 f"Could not store the solver states of the bake ({err}); nothing was changed"
             ) from err
-        for j, (obj, body) in enumerate(zip(self.body_objs, self.inputs, strict=True)):
-            self._write_keys(obj, self._local_chunks(j, body, plane))
-            s = obj.ipc
-            s.is_baked, s.bake_hash, s.bake_partial = True, self.signature, partial
-            s.bake_frame_start, s.bake_frame_end = self.frame_start, self.frame_start + n - 1
-            s.bake_frame_goal = self.frame_end
-            s.bake_message = self.failure or ""
+        # a new bake replaces the bodies' PC2 caches and exports: set aside first, so that a file
+        # that cannot go (read-only folder) stops the bake here, before the scene changes
+        replaced = [] if self.resume is not None else files_of(self.scene, self.body_objs)
+        aside = bake_files.set_aside(replaced)
+        try:
+            self._write_all_keys(plane, n, partial)
+        except BaseException:
+            bake_files.put_back(aside)
+            raise
+        bake_files.discard(aside)
         self._record_stats()
         if stored is not None:
             put_checkpoint(self, stored)
@@ -334,6 +338,15 @@ class BakeJob:
             "IPC: " + ", ".join(f"'{p}'" for p in self.outdated_exports) + " holds the bake as it was "
             "before; export again (Bake Files > Alembic / USD) to include the new frames"
         )
+
+    def _write_all_keys(self, plane, n, partial):
+        for j, (obj, body) in enumerate(zip(self.body_objs, self.inputs, strict=True)):
+            self._write_keys(obj, self._local_chunks(j, body, plane))
+            s = obj.ipc
+            s.is_baked, s.bake_hash, s.bake_partial = True, self.signature, partial
+            s.bake_frame_start, s.bake_frame_end = self.frame_start, self.frame_start + n - 1
+            s.bake_frame_goal = self.frame_end
+            s.bake_message = self.failure or ""
 
     def _local_chunks(self, j, body, plane):
         """Body j's computed frames in object-local float32 coordinates, FINISH_CHUNK frames at

@@ -38,6 +38,13 @@ def baked_frames(obj) -> np.ndarray:
     return out.reshape(len(blocks), -1, 3)
 
 
+def files_of(scene, objs) -> list[Path]:
+    """The files a new bake of objs replaces: their PC2 caches and the exports holding them."""
+    paths = [Path(bpy.path.abspath(m.filepath)) for m in map(pc2.cache_modifier, objs) if m is not None]
+    exports = bake_files.exports_holding(scene, [o.name for o in objs])
+    return paths + [Path(bpy.path.abspath(rel)) for rel in exports]
+
+
 def is_stored_as_pc2(obj) -> bool:
     return obj.type == "MESH" and pc2.cache_modifier(obj) is not None
 

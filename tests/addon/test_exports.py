@@ -367,3 +367,33 @@ def test_the_live_view_of_a_bake_over_a_pc2_cache_shows_the_new_frames():
     ops.RunningBake.cancel()
     assert top.modifiers[0].show_viewport and top.data.shape_keys is None
     np.testing.assert_allclose(_played(top, range(1, N_FRAMES + 1)), keys[top.name], rtol=0, atol=1e-6)
+
+
+def test_a_new_bake_whose_files_cannot_be_replaced_changes_nothing():
+    """Baking again replaces the bodies' PC2 caches and exports; in a read-only folder (renames
+    fail) the bake stops before the scene changes, with every file as it was."""
+    keys = _baked_scene()
+    assert bpy.ops.ipc.store_pc2(target="SCENE") == {"FINISHED"}
+    files = {p: p.read_bytes() for p in _folder().iterdir()}
+    bpy.context.scene.ipc.substeps = 3  # a bake that would differ
+    before, stores = harness.snapshot(), _stores()
+    real_rename, renamed = Path.rename, []
+
+    def rename(path, target):  # the second body's file cannot go (the first comes back)
+        if renamed and not str(path).endswith(".old"):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        renamed.append(path)
+        return real_rename(path, target)
+
+    Path.rename = rename
+    try:
+        message = harness.bake_error(target="SCENE")
+    finally:
+        Path.rename = real_rename
+    assert "Could not remove" in message and "Read-only file system" in message, message
+    assert "nothing was changed" in message, message
+    assert harness.snapshot() == before and _stores() == stores
+    assert {p: p.read_bytes() for p in _folder().iterdir()} == files  # the first one put back
+    for name in BODIES:
+        played = _played(bpy.data.objects[name], range(1, N_FRAMES + 1))
+        np.testing.assert_allclose(played, keys[name], rtol=0, atol=1e-6)
