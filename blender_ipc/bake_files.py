@@ -9,6 +9,7 @@ whose bake is deleted. A PC2 cache is found through its Mesh Cache modifier (:mo
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import bpy
@@ -44,6 +45,40 @@ def remove_folder_if_empty(folder: Path):
         pass  # e.g. a read-only parent: an empty folder left behind is harmless
 
 
+def set_aside(paths) -> list[tuple[Path, Path]]:
+    """Rename the existing files of paths to ``<name>.old`` before a new bake replaces them
+    (a read-only folder fails here, before the scene changes: all are put back and IPCError
+    names the file). Returns the pairs for :func:`put_back` and :func:`discard`."""
+    moved: list[tuple[Path, Path]] = []
+    for path in paths:
+        if not path.is_file():
+            continue
+        old = path.with_name(path.name + ".old")
+        try:
+            path.rename(old)
+        except OSError as err:
+            put_back(moved)
+            raise IPCError(
+                f"Could not remove '{path}': {err.strerror or err}; nothing was changed (the earlier "
+                "bake and its files are as they were)"
+            ) from err
+        moved.append((path, old))
+    return moved
+
+
+def put_back(moved):
+    for path, old in reversed(moved):
+        old.rename(path)
+
+
+def discard(moved):
+    """The files set aside go, and their folder with the last of them."""
+    for _path, old in moved:
+        with contextlib.suppress(OSError):  # renamed there a moment ago; a leftover is harmless
+            old.unlink(missing_ok=True)
+        remove_folder_if_empty(old.parent)
+
+
 def record_export(scene, path: Path, objs):
     exports = dict(scene.get(EXPORTS_PROPERTY, {}))
     exports[relative(path)] = [o.name for o in objs]
@@ -52,6 +87,12 @@ def record_export(scene, path: Path, objs):
 
 def recorded_exports(scene) -> dict[str, list[str]]:
     return {k: list(v) for k, v in scene.get(EXPORTS_PROPERTY, {}).items()}
+
+
+def exports_holding(scene, names) -> list[str]:
+    """The recorded exports (paths relative to the .blend) holding any object of names."""
+    names = set(names)
+    return sorted(rel for rel, held in recorded_exports(scene).items() if names & set(held))
 
 
 def remove_exports_of(scene, obj) -> list[str]:

@@ -1,6 +1,8 @@
 """The bake job: reads everything up front, steps the solver frame by frame (in time slices for
-the modal operator) and writes the shape keys only when it finishes. The modal bake shows the
-frames as they are computed on scratch copies of the body meshes (:class:`LivePreview`)."""
+the modal operator) and writes the shape keys only when it finishes. The computed frames wait
+on disk (:mod:`frame_spool`), so a long bake's memory does not grow with its frames. The modal
+bake shows the frames as they are computed on scratch copies of the body meshes
+(:class:`LivePreview`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import blas_threads, messages
+from . import bake_files, blas_threads, messages
+from .bake_files import exports_holding
 from .colliders import (
     ColliderReport,
     collider_reports,
@@ -21,7 +24,10 @@ from .colliders import (
     sample_matrices,
 )
 from .common import PLANE_AXES, IPCError, frame_range, matrix_of, sim_dt
+from .exports import files_of
+from .frame_spool import FrameSpool
 from .modifier_stack import detail_hidden
+from .pc2 import cache_modifier
 from .reading import (
     animated_velocity,
     build_scene,
@@ -105,14 +111,15 @@ class BakeJob:
         # frames[0] is frame frame_start + base: the start, or the last frame of the bake continued
         self.base = 0 if resume is None else resume.baked_end - self.frame_start
         if resume is None:
-            self.frames = [
-                [b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]
-            ]
+            first = [b.world_rest[b.used][:, list(PLANE_AXES[scene.ipc.plane][:2])] for b in self.inputs]
             self.stats = BakeStats(frames=1)
         else:
-            self.frames = [[self.sim.body_positions(i).copy() for i in range(len(self.inputs))]]
+            first = [self.sim.body_positions(i) for i in range(len(self.inputs))]
             self.stats = BakeStats(frames=self.base + 1, **restored_stats(resume.stats))
+        self.frames = _spool([p.shape for p in first])
+        self.frames.append(first)
         self.failure: str | None = None
+        self.outdated_exports: list[str] = []  # see exports_warning
         self.preview: LivePreview | None = None
         self.started = time.perf_counter()
         # frame -> the solver state stored every K frames (resume.keep_state; Bake from Here)
@@ -180,7 +187,7 @@ class BakeJob:
     @property
     def frames_done(self) -> int:
         """Frames of the bake so far, from frame_start (those of a continued bake included)."""
-        return self.base + len(self.frames)
+        return self.base + self.frames.count
 
     @property
     def done(self) -> bool:
@@ -199,13 +206,13 @@ class BakeJob:
     @property
     def new_frames(self) -> int:
         """Frames computed by this job (a continued bake's earlier frames not counted)."""
-        return len(self.frames) - 1
+        return self.frames.count - 1
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
     def estimate_remaining(self) -> float:
-        computed = len(self.frames) - 1
+        computed = self.new_frames
         if computed <= 0:
             return math.nan
         return self.elapsed() / computed * (self.n_frames - self.frames_done)
@@ -227,7 +234,14 @@ class BakeJob:
         except Exception as err:  # solver failures, and anything else: the message tells
             self.failure = self._failure_message(err, frame, done + 1)
             return
-        self.frames.append([self.sim.body_positions(i).copy() for i in range(len(self.inputs))])
+        try:
+            self.frames.append([self.sim.body_positions(i) for i in range(len(self.inputs))])
+        except OSError as err:  # a full disk: the frames computed so far are still readable
+            self.failure = (
+                f"Could not keep frame {frame} of the bake on disk ({err.strerror or err}) "
+                f"in the temporary folder '{self.frames.folder}'; free some space and bake again"
+            )
+            return
         self.stats.frames = self.frames_done
         self.stats.collider_lag.append(lag)
         self.stats.collider_distance.append(dist)
@@ -305,6 +319,35 @@ class BakeJob:
             raise IPCError(
                 f"Could not store the solver states of the bake ({err}); nothing was changed"
             ) from err
+        # a new bake replaces the bodies' PC2 caches and exports: set aside first, so that a file
+        # that cannot go (read-only folder) stops the bake here, before the scene changes
+        replaced = [] if self.resume is not None else files_of(self.scene, self.body_objs)
+        aside = bake_files.set_aside(replaced)
+        try:
+            self._write_all_keys(plane, n, partial)
+        except BaseException:
+            bake_files.put_back(aside)
+            raise
+        bake_files.discard(aside)
+        self._record_stats()
+        if stored is not None:
+            put_checkpoint(self, stored)
+        if self.resume is not None:  # a new bake removed them (write_bake); these hold old frames
+            self.outdated_exports = exports_holding(self.scene, [o.name for o in self.body_objs])
+        return True
+
+    @property
+    def exports_warning(self) -> str:
+        """After Continue Bake or Bake from Here: the Alembic/USD exports of the bodies hold the
+        bake as it was before, or ''."""
+        if not self.outdated_exports:
+            return ""
+        return (
+            "IPC: " + ", ".join(f"'{p}'" for p in self.outdated_exports) + " holds the bake as it was "
+            "before; export again (Bake Files > Alembic / USD) to include the new frames"
+        )
+
+    def _write_all_keys(self, plane, n, partial):
         for j, (obj, body) in enumerate(zip(self.body_objs, self.inputs, strict=True)):
             self._write_keys(obj, self._local_chunks(j, body, plane))
             s = obj.ipc
@@ -312,19 +355,20 @@ class BakeJob:
             s.bake_frame_start, s.bake_frame_end = self.frame_start, self.frame_start + n - 1
             s.bake_frame_goal = self.frame_end
             s.bake_message = self.failure or ""
-        self._record_stats()
-        if stored is not None:
-            put_checkpoint(self, stored)
-        return True
 
     def _local_chunks(self, j, body, plane):
         """Body j's computed frames in object-local float32 coordinates, FINISH_CHUNK frames at
         a time (from frame_start + base on), so that writing them needs memory for a chunk,
         not for every frame at once."""
-        for lo in range(0, len(self.frames), FINISH_CHUNK):
-            part = self.frames[lo : lo + FINISH_CHUNK]
+        for lo in range(0, self.frames.count, FINISH_CHUNK):
+            part = self.frames.read(lo, min(lo + FINISH_CHUNK, self.frames.count))[j]
             mats = self.frame_mats[self.base + lo : self.base + lo + len(part), j]
-            yield to_local_frames(body, np.stack([f[j] for f in part]), mats, plane)
+            yield to_local_frames(body, part, mats, plane)
+
+    def body_frames(self, j: int) -> np.ndarray:
+        """Body j's solver positions of the frames computed so far (F, k, 2), from frame_start
+        + base on (for tests and scripts: reads every frame into memory)."""
+        return self.frames.read(0, self.frames.count)[j]
 
     def _write_keys(self, obj, chunks):
         """The frames computed as shape keys; the first chunk starts with frame_start + base
@@ -383,6 +427,17 @@ class BakeJob:
             item.lag_frames, item.overlap_frames = r.lag_frames, r.overlap_frames
 
 
+def _spool(shapes) -> FrameSpool:
+    """The computed frames' file, in Blender's temporary folder for this session."""
+    try:
+        return FrameSpool(shapes, bpy.app.tempdir)
+    except OSError as err:
+        raise IPCError(
+            f"Could not create a file for the bake's frames in the temporary folder "
+            f"'{bpy.app.tempdir}': {err.strerror or err}; free some space and bake again"
+        ) from err
+
+
 class LivePreview:
     """The modal bake's live view: each body object's mesh is swapped for a scratch copy that
     gets one absolute shape key per frame as soon as the frame is computed, keyed like a bake,
@@ -397,8 +452,13 @@ class LivePreview:
         # continued bake shows the frames baked before too)
         self.written = job.base + 1
         self.meshes, self.keys = [], []
+        self.hidden = []  # Mesh Cache modifiers switched off in the viewport for the preview
         try:
             for obj in job.body_objs:
+                cache = cache_modifier(obj)  # a bake stored as PC2 would hide the preview's keys
+                if cache is not None and cache.show_viewport:
+                    cache.show_viewport = False
+                    self.hidden.append(cache)
                 own = obj.data
                 scratch = own.copy()
                 self.meshes.append((obj, own, scratch))
@@ -421,7 +481,7 @@ class LivePreview:
             plane = job.scene.ipc.plane
             for j, (obj, _own, _scratch) in enumerate(self.meshes):
                 body = job.inputs[j]
-                positions = np.stack([f[j] for f in job.frames[self.written - job.base : n - job.base]])
+                positions = job.frames.read(self.written - job.base, n - job.base)[j]
                 local = to_local_frames(body, positions, job.frame_mats[self.written : n, j], plane)
                 for k, co in enumerate(local):
                     add_frame_key(obj, self.keys[j], co, job.frame_start + self.written + k)
@@ -440,4 +500,6 @@ class LivePreview:
                 remove_keys(obj)
                 obj.data = own
             bpy.data.meshes.remove(scratch)
-        self.meshes, self.keys = [], []
+        for cache in self.hidden:
+            cache.show_viewport = True
+        self.meshes, self.keys, self.hidden = [], [], []

@@ -4,9 +4,11 @@ without OpenGL. No bpy here: the caller passes the geometry in plane coordinates
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -39,9 +41,16 @@ def write_png(path, rgb: np.ndarray) -> None:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", crc)
 
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)))
-        f.write(chunk(b"IEND", b""))
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")  # renamed into place when complete
+    try:
+        with open(tmp, "wb") as f:
+            f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)))
+            f.write(chunk(b"IEND", b""))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def fill_triangles(img: np.ndarray, tris: np.ndarray, color) -> None:

@@ -38,6 +38,13 @@ def baked_frames(obj) -> np.ndarray:
     return out.reshape(len(blocks), -1, 3)
 
 
+def files_of(scene, objs) -> list[Path]:
+    """The files a new bake of objs replaces: their PC2 caches and the exports holding them."""
+    paths = [Path(bpy.path.abspath(m.filepath)) for m in map(pc2.cache_modifier, objs) if m is not None]
+    exports = bake_files.exports_holding(scene, [o.name for o in objs])
+    return paths + [Path(bpy.path.abspath(rel)) for rel in exports]
+
+
 def is_stored_as_pc2(obj) -> bool:
     return obj.type == "MESH" and pc2.cache_modifier(obj) is not None
 
@@ -87,11 +94,17 @@ def move_to_keys(objs) -> int:
                 f"'{obj.name}': its PC2 cache has {frames.shape[1]} points for "
                 f"{len(obj.data.vertices)} vertices; bake again"
             )
-        path = bpy.path.abspath(pc2.cache_modifier(obj).filepath)
+        path = Path(bpy.path.abspath(pc2.cache_modifier(obj).filepath))
+        try:  # the file first (the frames are in memory): one that cannot go changes nothing
+            path.unlink(missing_ok=True)
+        except OSError as err:
+            raise IPCError(
+                f"Could not remove '{path}': {err.strerror or err}; the bake of '{obj.name}' is "
+                "unchanged (still in PC2)"
+            ) from err
         pc2.remove_cache(obj, keep_file=True)  # write_bake must not delete the bake (its records)
         write_bake(obj, frames, obj.ipc.bake_frame_start)
-        Path(path).unlink(missing_ok=True)
-        bake_files.remove_folder_if_empty(Path(path).parent)
+        bake_files.remove_folder_if_empty(path.parent)
     return len(todo)
 
 

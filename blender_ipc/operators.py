@@ -294,6 +294,8 @@ class _BakeOperator:
             )
         else:
             self.report({"INFO"}, f"IPC: baked {job.n_frames} frames in {job.stats.wall_time:.1f} s")
+        if job.exports_warning:
+            self.report({"WARNING"}, job.exports_warning)
         if warning:
             # last, so that it is what the status bar shows
             self.report({"WARNING"}, warning)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .common import KEY_PREFIX, IPCError, frame_range, is_our_bake
+from .pc2 import cache_modifier
 from .reading import check_bakeable, obstacles
 from .signature import changed_inputs, input_signature, signature_parts
 from .solver import Checkpoint, SolverInputError
@@ -165,10 +166,11 @@ def put(job, text: str):
     stored[job.signature] = text
     in_use = {o.ipc.bake_hash for o in scene.objects if o.type == "MESH" and o.ipc.is_baked}
     scene[PROPERTY] = {h: t for h, t in stored.items() if h in in_use}
-    states = json.loads(text)["states"]
+    # the figures from the job's states, not by parsing the text again (a copy of every state)
+    states = [st for f, st in job.states.items() if f <= job.baked_end]
     s = scene.ipc
     s.stat_states = len(states)
-    s.stat_state_bytes = sum(len(st["solver"]) for st in states.values()) // max(1, len(states))
+    s.stat_state_bytes = sum(len(st["solver"]) for st in states) // max(1, len(states))
 
 
 def store(job):
@@ -277,6 +279,13 @@ def stored_entry(scene, group, h, verb: str) -> dict:
     if gone or [o.name for o in group] != entry["bodies"]:
         what = f"'{gone[0]}' is no longer part of it" if gone else "its bodies changed"
         raise IPCError(f"Cannot {verb} the bake of {names}: {what}; bake again")
+    stored_as_pc2 = [o.name for o in group if cache_modifier(o) is not None]
+    if stored_as_pc2:
+        raise IPCError(
+            f"The bake of '{stored_as_pc2[0]}' is stored as a PC2 cache, and Continue Bake and Bake "
+            "from Here extend shape keys: move it back with Bake Files > Store Bake as Shape Keys "
+            "first (and store it as PC2 again afterwards)"
+        )
     for obj in group:
         keys = obj.data.shape_keys
         n_keys = len(keys.key_blocks) if keys is not None and is_our_bake(obj) else 0

@@ -131,7 +131,10 @@ def run(source: str, settings, out_dir: str, target: str = "SCENE") -> WedgeResu
     the source file is not written. Raises IPCError on the first variant that fails."""
     source = str(Path(bpy.path.abspath(source)).resolve())
     out = Path(out_dir).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _write_failure(out, err) from err
     stem = Path(source).stem
     files, tiles = [], []
     for variant in variants(settings):
@@ -147,12 +150,22 @@ def run(source: str, settings, out_dir: str, target: str = "SCENE") -> WedgeResu
         if "FINISHED" not in result:
             raise IPCError(f"Wedge variant {label}: the bake failed")
         path = out / f"{variant_name(stem, variant)}.blend"
-        bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+        try:  # Blender reports a failed save (read-only folder, full disk) as RuntimeError
+            bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+        except RuntimeError as err:
+            raise IPCError(f"Wedge variant {label}: could not write '{path}': {err}") from err
         files.append(path)
         tiles.append(last_frame_tile(bpy.context, label))
     sheet = out / f"{stem}_wedge.png"
-    contact_sheet.write_png(sheet, contact_sheet.sheet(tiles))
+    try:
+        contact_sheet.write_png(sheet, contact_sheet.sheet(tiles))
+    except OSError as err:
+        raise _write_failure(sheet, err) from err
     return WedgeResult(tuple(files), sheet)
+
+
+def _write_failure(path: Path, err: OSError) -> IPCError:
+    return IPCError(f"Wedge: could not write '{path}': {err.strerror or err}; the source file is unchanged")
 
 
 def last_frame_tile(context, label: str) -> contact_sheet.Tile:

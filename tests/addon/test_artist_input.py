@@ -278,13 +278,13 @@ def test_bake_limits_blas_threads_and_restores_them():
         job.run()
         assert seen and all(c == [1] * len(pools) for c in seen), seen[:3]
         assert blas.current() == [2] * len(pools), "the BLAS thread count was not restored"
-        limited = [np.stack([f[i] for f in job.frames]) for i in range(2)]
+        limited = [job.body_frames(i) for i in range(2)]
         # The same bake with the process's own thread count gives the same result.
         free = adapter.BakeJob(bpy.context, "SCENE")
         free.blas_threads = None
         free.run()
         for i in range(2):
-            np.testing.assert_allclose(np.stack([f[i] for f in free.frames]), limited[i], rtol=0, atol=1e-9)
+            np.testing.assert_allclose(free.body_frames(i), limited[i], rtol=0, atol=1e-9)
         # Through the operator: baked, restored, and the bake is clean.
         assert bpy.ops.ipc.bake(target="SCENE") == {"FINISHED"}
         assert blas.current() == [2] * len(pools)

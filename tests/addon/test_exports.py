@@ -63,6 +63,13 @@ def _keys(obj):
     return np.stack(out)
 
 
+def _assert_no_exporter():
+    before = harness.snapshot()
+    message = harness.bake_error("export_bake", target="SCENE", format="ALEMBIC")
+    assert "has no Alembic exporter" in message, message
+    assert harness.snapshot() == before and not _folder().exists()
+
+
 def _read_pc2(path):
     head = np.fromfile(path, dtype=PC2_HEADER, count=1)[0]
     body = np.fromfile(path, dtype="<f4", offset=PC2_HEADER.itemsize)
@@ -221,3 +228,180 @@ def test_alembic_and_usd_read_back_as_baked():
             obj.select_set(obj.name == BODIES[0])
         assert bpy.ops.ipc.delete_bake(target="SELECTED") == {"FINISHED"}
         assert not path.exists() and not _folder().exists()
+
+
+class _FilesCannotGo:
+    """Path.unlink raising EROFS for the files of the bake's folder, as in a folder made
+    read-only (the tests run as root, for whom chmod does not stop a removal)."""
+
+    def __enter__(self):
+        self.real = Path.unlink
+        folder = _folder()
+
+        def unlink(path, missing_ok=False):
+            if Path(path).parent == folder:
+                raise OSError(errno.EROFS, "Read-only file system", str(path))
+            return self.real(path, missing_ok=missing_ok)
+
+        Path.unlink = unlink
+        return self
+
+    def __exit__(self, *exc):
+        Path.unlink = self.real
+        return False
+
+
+def _stores():
+    """Per body: its modifiers (name, file) and its shape keys' names."""
+    out = {}
+    for name in BODIES:
+        obj = bpy.data.objects[name]
+        keys = obj.data.shape_keys
+        out[name] = (
+            [(m.name, getattr(m, "filepath", "")) for m in obj.modifiers],
+            None if keys is None else [kb.name for kb in keys.key_blocks],
+            obj.ipc.is_baked,
+        )
+    return out
+
+
+def test_files_that_cannot_be_removed_leave_the_bake_unchanged():
+    keys = _baked_scene()
+    assert bpy.ops.ipc.store_pc2(target="SCENE") == {"FINISHED"}
+    files = sorted(_folder().iterdir())
+    before, stores = harness.snapshot(), _stores()
+    for operator in ("delete_bake", "store_keys"):
+        with _FilesCannotGo():
+            message = harness.bake_error(operator, target="SCENE")
+        assert "Could not remove" in message and "Read-only file system" in message, message
+        assert "is unchanged" in message, message
+        assert harness.snapshot() == before and _stores() == stores, operator
+        assert sorted(_folder().iterdir()) == files
+    for name in BODIES:  # still played from the files
+        played = _played(bpy.data.objects[name], range(1, N_FRAMES + 1))
+        np.testing.assert_allclose(played, keys[name], rtol=0, atol=1e-6)
+
+
+def test_an_export_that_cannot_be_written_changes_nothing():
+    _baked_scene()
+    exports = harness.sub("exports")
+    fmt = next((f for f in ("ALEMBIC", "USD") if exports.available(f)), None)
+    if fmt is None:  # Debian's Blender 3.4: refused, nothing written
+        _assert_no_exporter()
+        return
+    assert bpy.ops.ipc.export_bake(target="SCENE", format=fmt) == {"FINISHED"}
+    (earlier,) = _folder().iterdir()
+    content = earlier.read_bytes()
+    before, records = harness.snapshot(), bpy.context.scene["_ipc_exports"].to_dict()
+    real_replace = Path.replace
+
+    def full_disk(path, target):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    Path.replace = full_disk
+    try:
+        message = harness.bake_error("export_bake", target="SCENE", format=fmt)
+    finally:
+        Path.replace = real_replace
+    assert f"Could not write '{earlier}': No space left on device" in message, message
+    assert "nothing was exported (an earlier export is kept)" in message, message
+    assert harness.snapshot() == before
+    assert bpy.context.scene["_ipc_exports"].to_dict() == records
+    assert list(_folder().iterdir()) == [earlier] and earlier.read_bytes() == content
+
+
+def test_continue_and_bake_from_here_of_a_pc2_bake_say_what_to_do():
+    keys = _baked_scene()
+    assert bpy.ops.ipc.store_pc2(target="SCENE") == {"FINISHED"}
+    bpy.context.scene.frame_end = N_FRAMES + 2
+    before, stores = harness.snapshot(), _stores()
+    for operator, kwargs in (
+        ("continue_bake", {"target": "SCENE"}),
+        ("bake_from_here", {"target": "SCENE", "frame": 3}),
+    ):
+        message = harness.bake_error(operator, **kwargs)
+        assert "'IPC_Square_Bottom' is stored as a PC2 cache" in message, message
+        assert "Store Bake as Shape Keys first" in message, message
+        assert harness.snapshot() == before and _stores() == stores
+    # What the message says works.
+    assert bpy.ops.ipc.store_keys(target="SCENE") == {"FINISHED"}
+    assert bpy.ops.ipc.continue_bake(target="SCENE") == {"FINISHED"}
+    for name in BODIES:
+        got = _keys(bpy.data.objects[name])
+        assert len(got) == N_FRAMES + 2 and np.array_equal(got[:N_FRAMES], keys[name])
+
+
+def test_continue_and_bake_from_here_say_an_export_is_older_than_the_bake():
+    _baked_scene()
+    exports, adapter = harness.sub("exports"), harness.sub("adapter")
+    fmt = next((f for f in ("ALEMBIC", "USD") if exports.available(f)), None)
+    if fmt is None:  # Debian's Blender 3.4: refused, nothing written
+        _assert_no_exporter()
+        return
+    assert bpy.ops.ipc.export_bake(target="SCENE", format=fmt) == {"FINISHED"}
+    (path,) = bpy.context.scene["_ipc_exports"].keys()
+    bpy.context.scene.frame_end = N_FRAMES + 2
+    job = adapter.BakeJob(bpy.context, resume=adapter.prepare_resume(bpy.context, "SCENE"))
+    job.run()
+    assert job.finish() is True
+    assert job.outdated_exports == [path]
+    assert f"'{path}' holds the bake as it was before; export again" in job.exports_warning
+    rebake = harness.sub("rebake").prepare(bpy.context, "SCENE", 4)
+    rebake.run()
+    assert rebake.finish() is True and rebake.outdated_exports == [path]
+    # A new bake removes the export (as before); nothing is then outdated.
+    job = adapter.BakeJob(bpy.context, "SCENE")
+    job.run()
+    assert job.finish() is True and job.exports_warning == ""
+    assert "_ipc_exports" not in bpy.context.scene or not bpy.context.scene["_ipc_exports"]
+
+
+def test_the_live_view_of_a_bake_over_a_pc2_cache_shows_the_new_frames():
+    """The Mesh Cache modifier of the earlier bake would show the cache over the live view's
+    keys: it is switched off while the bake runs and on again when it is cancelled."""
+    keys = _baked_scene()
+    assert bpy.ops.ipc.store_pc2(target="SCENE") == {"FINISHED"}
+    top = bpy.data.objects["IPC_Square_Top"]
+    bpy.context.scene.ipc.substeps = 3  # another bake: its frames differ from the cache's
+    ops = harness.sub("operators")
+    job = ops.RunningBake.start(bpy.context, "SCENE")
+    for _ in range(3):
+        assert ops.RunningBake.tick(0.0) is False
+    assert job.frames_done == 4
+    shown = harness.evaluated_local(top)
+    assert np.array_equal(shown, _keys(top)[3])  # the live view's newest frame
+    assert not np.allclose(shown, keys[top.name][3], rtol=0, atol=1e-6)
+    assert not top.modifiers[0].show_viewport
+    ops.RunningBake.cancel()
+    assert top.modifiers[0].show_viewport and top.data.shape_keys is None
+    np.testing.assert_allclose(_played(top, range(1, N_FRAMES + 1)), keys[top.name], rtol=0, atol=1e-6)
+
+
+def test_a_new_bake_whose_files_cannot_be_replaced_changes_nothing():
+    """Baking again replaces the bodies' PC2 caches and exports; in a read-only folder (renames
+    fail) the bake stops before the scene changes, with every file as it was."""
+    keys = _baked_scene()
+    assert bpy.ops.ipc.store_pc2(target="SCENE") == {"FINISHED"}
+    files = {p: p.read_bytes() for p in _folder().iterdir()}
+    bpy.context.scene.ipc.substeps = 3  # a bake that would differ
+    before, stores = harness.snapshot(), _stores()
+    real_rename, renamed = Path.rename, []
+
+    def rename(path, target):  # the second body's file cannot go (the first comes back)
+        if renamed and not str(path).endswith(".old"):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        renamed.append(path)
+        return real_rename(path, target)
+
+    Path.rename = rename
+    try:
+        message = harness.bake_error(target="SCENE")
+    finally:
+        Path.rename = real_rename
+    assert "Could not remove" in message and "Read-only file system" in message, message
+    assert "nothing was changed" in message, message
+    assert harness.snapshot() == before and _stores() == stores
+    assert {p: p.read_bytes() for p in _folder().iterdir()} == files  # the first one put back
+    for name in BODIES:
+        played = _played(bpy.data.objects[name], range(1, N_FRAMES + 1))
+        np.testing.assert_allclose(played, keys[name], rtol=0, atol=1e-6)

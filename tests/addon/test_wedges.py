@@ -128,6 +128,26 @@ def test_wedge_refuses_bad_input():
     assert "Save the .blend first" in harness.bake_error("bake_wedge", setting="substeps", values="2")
 
 
+def test_a_wedge_that_cannot_write_reopens_the_source_with_a_message():
+    src = _saved_scene()
+    out = Path(_state["tmp"].name) / "scene_wedge"
+    out.write_text("a file where the folder would go")
+    message = harness.bake_error("bake_wedge", setting="friction", values="0, 0.8")
+    assert f"Wedge: could not write '{out}'" in message and "source file is unchanged" in message, message
+    assert bpy.data.filepath == str(src) and not bpy.data.objects["IPC_Square_Top"].ipc.is_baked
+    # The contact sheet cannot be written (a full disk): no sheet, no temporary file.
+    out.unlink()
+    sheet = harness.sub("contact_sheet")
+    sheet.open = lambda path, mode="r": (_ for _ in ()).throw(OSError(28, "No space left on device"))
+    try:
+        message = harness.bake_error("bake_wedge", setting="friction", values="0")
+    finally:
+        del sheet.open
+    assert "scene_wedge.png': No space left on device" in message, message
+    assert sorted(p.name for p in out.iterdir()) == ["scene_friction-0.blend"]
+    assert bpy.data.filepath == str(src) and not bpy.data.objects["IPC_Square_Top"].ipc.is_baked
+
+
 def _reregister():
     # read_factory_settings resets the preferences, which disables add-ons enabled there.
     harness.teardown()
