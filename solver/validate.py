@@ -631,8 +631,7 @@ def check_fields(scene, naming=LIBRARY):
 def _check_field_values(place, f):
     T = None
     if f.times is not None:
-        check_samples(place, "times", "times", f.times, np.zeros((len(np.atleast_1d(f.times)), 0, 2)), 0)
-        T = len(f.times)
+        T = _check_times(place, "times", f.times)
     for name in _FIELD_SCALARS + _FIELD_VECTORS:
         a = _field_array(place, name, getattr(f, name))
         tail = () if name in _FIELD_SCALARS else (2,)
@@ -659,14 +658,18 @@ def _field_array(place, name, value):
 # --------------------------------------------------------------------------- animated settings
 
 
+def _check_times(place, field, times):
+    """Sample times: a non-empty, strictly increasing list of finite numbers."""
+    t = np.atleast_1d(np.asarray(times, float))
+    check_samples(place, field, field, t, np.zeros((len(t), 0, 2)), 0)
+    return len(t)
+
+
 def _check_track(place, field, track, width):
-    """A Track: increasing times, finite values of shape (T,) or (T, 2)."""
-    k = 1 if width is None else width
+    """A Track: increasing times, finite values of shape (T,) or (T, width)."""
+    T = _check_times(place, f"{field}.times", track.times)
     vals = np.asarray(track.values, float)
-    check_samples(
-        place, f"{field}.times", f"{field}.values", track.times, vals.reshape(len(vals), -1, 1)[:, :0], 0
-    )
-    want = (len(np.atleast_1d(track.times)),) if width is None else (len(track.times), k)
+    want = (T,) if width is None else (T, width)
     if vals.shape != want:
         place.fail(f"{field}.values", f"expected shape {want}, got {vals.shape}")
     if not np.all(np.isfinite(vals)):
