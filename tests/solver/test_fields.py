@@ -158,3 +158,25 @@ def test_invalid_fields_are_refused_naming_the_field(change, message):
     scene = Scene((stiff_body(),), fields=(ForceField(**(base | change)),))
     with pytest.raises(SolverInputError, match=message.replace("(", r"\(").replace("'", "'")):
         Simulation(scene)
+
+
+def test_fields_and_animation_round_trip_through_a_scene_file():
+    from solver.io.scene_io import scene_from_dict, scene_to_dict
+    from solver.scene import Animation, MaterialAnimation, Track
+
+    gust = ForceField(
+        "gust", "wind", strength=np.array([0.0, 2.0]), direction=(1.0, 0.0), times=np.array([0.0, 1.0])
+    )
+    drag = ForceField("air", "drag", linear_drag=0.5, quadratic_drag=0.1, falloff="sphere", max_distance=3.0)
+    anim = Animation(
+        gravity=Track(np.array([0.0, 1.0]), np.array([[0.0, -9.81], [0.0, -1.0]])),
+        materials=(MaterialAnimation("box", E=Track(np.array([0.0]), np.array([2e6]))),),
+    )
+    scene = Scene((stiff_body(),), fields=(gust, drag), animation=anim)
+    data = scene_to_dict(scene)
+    again = scene_from_dict(data)
+    assert scene_to_dict(again) == data
+    assert again.fields[1].max_distance == 3.0
+    np.testing.assert_array_equal(again.animation.gravity.values, anim.gravity.values)
+    with pytest.raises(SolverInputError, match=r"fields\[0\]\.kind"):
+        scene_from_dict(data | {"fields": [{"name": "x", "kind": "magnet"}]})
