@@ -4,6 +4,7 @@ frames as they are computed on scratch copies of the body meshes (:class:`LivePr
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from .colliders import (
     sample_matrices,
 )
 from .common import PLANE_AXES, IPCError, frame_range, matrix_of, sim_dt
+from .fields import read_fields
 from .reading import (
     animated_velocity,
     build_scene,
@@ -121,7 +123,9 @@ class BakeJob:
     @property
     def note(self) -> str:
         """Objects that touched at the start and were separated for the simulation, or ''."""
-        return separation_report(self.separated, self.solver_scene.params.dhat)
+        parts = [separation_report(self.separated, self.solver_scene.params.dhat)]
+        parts += [m[0].upper() + m[1:] for m in getattr(self, "field_messages", ())]
+        return "; ".join(p for p in parts if p)
 
     def _read(self, context):
         scene = context.scene
@@ -154,9 +158,12 @@ class BakeJob:
             mats, shapes = sample_matrices(
                 context, objs, self.frame_start, n_samples, self.substeps, deforming
             )
+            times = np.arange(n_samples + 1) * sim_dt(scene)
+            force_fields, self.field_messages = read_fields(
+                context, self.frame_start, n_samples, self.substeps, times, plane
+            )
         finally:
             scene.frame_set(frame, subframe=subframe)
-        times = np.arange(n_samples + 1) * sim_dt(scene)
         materials = [material_of(o) for o in self.body_objs + self.collider_objs]
         velocities = [initial_velocity(o) for o in self.body_objs]
         handoff = None
@@ -166,6 +173,8 @@ class BakeJob:
         solver_scene = build_scene(
             scene, bodies, colliders, materials, mats, times, shapes, velocities, handoff
         )
+        if force_fields:  # the scene's Force Field objects (blender_ipc/fields.py)
+            solver_scene = dataclasses.replace(solver_scene, fields=force_fields)
         frame_mats = mats[: n_steps + 1 : self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 

@@ -9,6 +9,7 @@ import bpy
 import numpy as np
 
 from .common import fcurves_of, frame_range, local_coords, matrix_of
+from .fields import field_objects, fields_text
 from .reading import has_handoff, is_obstacle_body, obstacles
 
 _TRANSFORM_CHANNELS = (
@@ -176,6 +177,8 @@ def _settings_items(scene) -> list[tuple[str, str]]:
         ("the frame rate", f"{scene.render.fps}/{scene.render.fps_base}"),
         ("the scene gravity", f"{tuple(scene.gravity)}{scene.use_gravity}"),
     ]
+    if field_objects(scene):  # only then: bakes made before fields were read stay current
+        items.append(("the force fields", fields_text(scene)))
     start = frame_range(scene)[0]
     if has_handoff(scene, start):  # the bodies' keys etc. are in "the animation of ..."
         items.append(("the start frame's animated velocity", f"frames {start - 1}-{start}"))
@@ -207,6 +210,10 @@ def signature_parts(scene, bodies, colliders) -> dict[str, str]:
     artist ("setting 'Substeps'", "the mesh of 'Box'", ...): :func:`input_signature` hashes
     them, :func:`changed_inputs` names the ones that differ between two such dicts."""
     parts = dict(_settings_items(scene))
+    for obj in field_objects(scene):  # a field's motion and keyed settings
+        parts[f"the animation of force field '{obj.name}'"] = _digest(
+            lambda h, o=obj: _motion_signature(o, h)
+        )
     for obj in list(bodies) + list(colliders):
         role = "body" if obj in bodies else ("obstacle" if is_obstacle_body(obj, bodies) else "collider")
         name = f"'{obj.name}'"
