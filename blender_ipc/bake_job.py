@@ -13,6 +13,7 @@ import bpy
 import numpy as np
 
 from . import blas_threads, messages
+from .animated import read_animation
 from .colliders import (
     ColliderReport,
     collider_reports,
@@ -162,6 +163,9 @@ class BakeJob:
             force_fields, self.field_messages = read_fields(
                 context, self.frame_start, n_samples, self.substeps, times, plane
             )
+            animation = read_animation(
+                context, self.body_objs, bodies, self.frame_start, n_samples, self.substeps, times
+            )
         finally:
             scene.frame_set(frame, subframe=subframe)
         materials = [material_of(o) for o in self.body_objs + self.collider_objs]
@@ -175,6 +179,8 @@ class BakeJob:
         )
         if force_fields:  # the scene's Force Field objects (blender_ipc/fields.py)
             solver_scene = dataclasses.replace(solver_scene, fields=force_fields)
+        if animation is not None:  # keyed settings, painted stiffness (blender_ipc/animated.py)
+            solver_scene = dataclasses.replace(solver_scene, animation=animation)
         frame_mats = mats[: n_steps + 1 : self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 

@@ -32,6 +32,11 @@ def draw_object(layout, context, obj):
         col.prop(s, "initial_velocity")
         col.prop(s, "initial_angular_velocity")
         layout.prop_search(s, "pin_group", obj, "vertex_groups")
+        layout.prop_search(s, "stiffness_group", obj, "vertex_groups")
+        if s.stiffness_group:
+            row = layout.row(align=True)
+            row.prop(s, "stiffness_min", text="Min")
+            row.prop(s, "stiffness_max", text="Max")
         quality = remesh.mesh_quality(context, obj)  # cached; None in Edit Mode
         if quality is not None and quality < remesh.POOR_MIN_ANGLE:
             row = layout.row()
