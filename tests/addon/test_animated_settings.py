@@ -37,7 +37,6 @@ def _key(id_data, path, values, index=-1):
 
 
 def _read(objs):
-    scene = bpy.context.scene
     bodies = [harness.sub("reading").read_body(o, "XZ") for o in objs]
     n = 3 * SUBSTEPS
     times = np.arange(n + 1) / (FPS * SUBSTEPS)
