@@ -145,3 +145,29 @@ def test_keyframed_ground_friction_brakes_a_sliding_box_from_its_key():
 def test_invalid_animation_is_refused_naming_what(animation, message):
     with pytest.raises(SolverInputError, match=message):
         Simulation(free_fall_scene(animation))
+
+
+def test_keyed_density_scales_the_masses_and_keyed_mu_the_friction():
+    """At each time the stepped model has the body's masses times density(t) / density
+    and its friction mu(t) (static: the material's when higher)."""
+    anim = Animation(
+        materials=(
+            MaterialAnimation(
+                "box",
+                density=Track(np.array([0.0, 1.0]), np.array([100.0, 300.0])),
+                mu=Track(np.array([0.0, 1.0]), np.array([0.2, 1.0])),
+            ),
+        )
+    )
+    scene = free_fall_scene(anim)
+    scene = replace(
+        scene,
+        bodies=(replace(scene.bodies[0], material=Material(E=1e5, density=100.0, mu=0.5, mu_static=0.6)),),
+    )
+    sim = Simulation(scene)
+    at = sim._animated.at(0.5)
+    np.testing.assert_allclose(at.mass, 2.0 * sim.model.mass, rtol=1e-12)
+    np.testing.assert_allclose(at.mu, 0.6)
+    np.testing.assert_allclose(at.mu_static, 0.6)
+    np.testing.assert_allclose(sim._animated.at(1.0).mu_static, 1.0)
+    assert sim._animated.at(0.5).plane_mu.tolist() == sim.model.plane_mu.tolist()
