@@ -11,6 +11,8 @@ animation, and bakes exactly as before.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .common import IPCError, fcurves_of
@@ -92,3 +94,21 @@ def read_animation(context, body_objs, bodies, frame_start, n_samples, substeps,
         materials=tuple(materials),
         plane_mu=(("Ground", Track(t, np.array(ground))),) if ground_keyed else (),
     )
+
+
+def at_start(materials, body_objs, animation):
+    """The bodies' materials with each keyed value as at the start frame (its first sample), so
+    that the bake does not depend on the frame it is started from (the masses, which a
+    checkpoint of Continue Bake must match, come from the density)."""
+    if animation is None:
+        return materials
+    first = {m.body: m for m in animation.materials}
+    out = list(materials)
+    for i, obj in enumerate(body_objs):
+        m = first.get(obj.name)
+        if m is not None:
+            keyed = {
+                k: float(getattr(m, k).values[0]) for k in ("E", "density", "mu") if getattr(m, k) is not None
+            }
+            out[i] = dataclasses.replace(out[i], **keyed)
+    return out

@@ -13,7 +13,7 @@ import bpy
 import numpy as np
 
 from . import blas_threads, messages
-from .animated import read_animation
+from .animated import at_start, read_animation
 from .colliders import (
     ColliderReport,
     collider_reports,
@@ -169,6 +169,7 @@ class BakeJob:
         finally:
             scene.frame_set(frame, subframe=subframe)
         materials = [material_of(o) for o in self.body_objs + self.collider_objs]
+        materials = at_start(materials, self.body_objs, animation)  # keyed values: the start frame's
         velocities = [initial_velocity(o) for o in self.body_objs]
         handoff = None
         if before is not None:  # the animation's motion at the start frame carries on

@@ -136,3 +136,32 @@ def test_the_bake_signature_covers_the_fields():
     assert f"the animation of force field '{wind.name}'" in sig.changed_inputs(after, keyed)
     scene.frame_set(9)  # a keyed value's current value is no input
     assert sig.changed_inputs(keyed, sig.signature_parts(scene, [], [])) == []
+
+
+def test_a_bake_reads_the_fields_and_the_keyed_settings():
+    """Through BakeJob, as the operator bakes: the wind and the keyed stiffness reach the
+    solver, the unsupported field is named in the bake's note, the body drifts downwind."""
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = FPS, 1.0
+    scene.frame_start, scene.frame_end = 1, 6
+    scene.use_gravity = False
+    scene.ipc.plane, scene.ipc.substeps = "XZ", 2
+    verts = [(0, 0, 1.0), (0.2, 0, 1.0), (0.2, 0, 1.2), (0, 0, 1.2)]
+    slab = harness.make_mesh_object("Slab", verts, faces=[(0, 1, 2, 3)])
+    for frame, e in ((1, 1e5), (6, 3e5)):
+        slab.ipc.youngs_modulus = e
+        slab.keyframe_insert("ipc.youngs_modulus", frame=frame)
+    wind = _field("WIND", rotation=(0.0, math.pi / 2, 0.0))
+    wind.field.strength, wind.field.flow = 3.0, 0.0
+    _field("TURBULENCE")
+    bpy.context.view_layer.update()
+    job = harness.sub("adapter").BakeJob(bpy.context, "SCENE")
+    assert [f.name for f in job.solver_scene.fields] == [wind.name]
+    (mat,) = job.solver_scene.animation.materials
+    assert mat.E.values[0] == 1e5 and mat.E.values[-1] > 1e5
+    assert "(Turbulence) is not supported and is ignored" in job.note
+    job.run()
+    assert job.failure is None
+    moved = job.frames[-1][0].mean(axis=0) - job.frames[0][0].mean(axis=0)
+    t = 5 / FPS
+    assert abs(moved[0] - 1.5 * t * t) < 0.15 * 1.5 * t * t, moved  # a t^2 / 2, implicit Euler in 10 steps
