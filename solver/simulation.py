@@ -174,6 +174,7 @@ class Simulation:
         self.settings = s = SolverSettings() if settings is None else settings
         self._animated = AnimatedModel(scene, fit.model)  # keyframed settings (solver/animated.py)
         self.model = m = self._animated.base
+        self._step_model = m  # the model of the step being solved (solver/animated.py)
         self.x = m.rest.copy()
         self.v = m.velocity.copy()
         check_initial_geometry(m, self.x, p.dhat)
@@ -319,7 +320,8 @@ class Simulation:
         aside: balanced when contact first appears).  Returns a _Solved."""
         t_start = _time.perf_counter()
         p = self.params
-        m = self._animated.at(self.time)  # the model with this step's animated settings
+        # the model with this step's animated settings (the model itself when none are)
+        m = self._step_model = self._animated.at(self.time)
         x_prev = self.x.copy()
         target = self._prescribed.targets(x_prev, t_next)
         x_tilde = x_prev + h * self.v + h * h * self._animated.gravity(self.time, self.gravity)
@@ -348,7 +350,7 @@ class Simulation:
                 consts.update(force=field_step.force, fields=field_step)
             x, penalty = self._prescribed.first_round(x_prev, target)
             fixed, penalized = self._prescribed.masks(penalty.pending)
-            ip = self._potential(consts, penalized, penalty.k_pen, m)
+            ip = self._potential(consts, penalized, penalty.k_pen)
             touching = self._touching_bodies(fric_cs)
             x, cs = self._start.guess(x, x_prev + h * self.v, x_tilde, touching)
         total_iters, min_alpha = 0, 1.0
@@ -367,7 +369,7 @@ class Simulation:
                 converged = True
                 break
             fixed, penalized = self._prescribed.masks(penalty.pending)
-            ip = self._potential(consts, penalized, penalty.k_pen, m)
+            ip = self._potential(consts, penalized, penalty.k_pen)
             cs = None
         # x is Newton's last iterate, and cs holds every pair within dhat of it
         wall = _time.perf_counter() - t_start
@@ -406,9 +408,9 @@ class Simulation:
         self.kappa = barrier_stiffness.balanced(self.kappa, self.kappa_min, g_e, g_b, free, settings)
         return True
 
-    def _potential(self, consts, penalized, k_pen, model=None):
+    def _potential(self, consts, penalized, k_pen):
         return IncrementalPotential(
-            model or self.model, StepConstants(penalized=penalized, k_pen=k_pen, **consts), self.timers
+            self._step_model, StepConstants(penalized=penalized, k_pen=k_pen, **consts), self.timers
         )
 
     def _touching_bodies(self, cs_state):
