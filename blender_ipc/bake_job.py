@@ -6,6 +6,7 @@ bake shows the frames as they are computed on scratch copies of the body meshes
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import bpy
 import numpy as np
 
 from . import bake_files, blas_threads, messages
+from .animated import at_start, read_animation
 from .bake_files import exports_holding
 from .colliders import (
     ColliderReport,
@@ -25,6 +27,7 @@ from .colliders import (
 )
 from .common import PLANE_AXES, IPCError, frame_range, matrix_of, sim_dt
 from .exports import files_of
+from .fields import read_fields
 from .frame_spool import FrameSpool
 from .modifier_stack import detail_hidden
 from .pc2 import cache_modifier
@@ -129,7 +132,9 @@ class BakeJob:
     @property
     def note(self) -> str:
         """Objects that touched at the start and were separated for the simulation, or ''."""
-        return separation_report(self.separated, self.solver_scene.params.dhat)
+        parts = [separation_report(self.separated, self.solver_scene.params.dhat)]
+        parts += [m[0].upper() + m[1:] for m in getattr(self, "field_messages", ())]
+        return "; ".join(p for p in parts if p)
 
     def _read(self, context):
         scene = context.scene
@@ -169,10 +174,17 @@ class BakeJob:
             mats, shapes = sample_matrices(
                 context, objs, self.frame_start, n_samples, self.substeps, deforming
             )
+            times = np.arange(n_samples + 1) * sim_dt(scene)
+            force_fields, self.field_messages = read_fields(
+                context, self.frame_start, n_samples, self.substeps, times, plane
+            )
+            animation = read_animation(
+                context, self.body_objs, bodies, self.frame_start, n_samples, self.substeps, times
+            )
         finally:
             scene.frame_set(frame, subframe=subframe)
-        times = np.arange(n_samples + 1) * sim_dt(scene)
         materials = [material_of(o) for o in self.body_objs + self.collider_objs]
+        materials = at_start(materials, self.body_objs, animation)  # keyed values: the start frame's
         velocities = [initial_velocity(o) for o in self.body_objs]
         handoff = None
         if before is not None:  # the animation's motion at the start frame carries on
@@ -181,6 +193,10 @@ class BakeJob:
         solver_scene = build_scene(
             scene, bodies, colliders, materials, mats, times, shapes, velocities, handoff
         )
+        if force_fields:  # the scene's Force Field objects (blender_ipc/fields.py)
+            solver_scene = dataclasses.replace(solver_scene, fields=force_fields)
+        if animation is not None:  # keyed settings, painted stiffness (blender_ipc/animated.py)
+            solver_scene = dataclasses.replace(solver_scene, animation=animation)
         frame_mats = mats[: n_steps + 1 : self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 

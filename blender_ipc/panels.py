@@ -15,34 +15,14 @@ def draw_object(layout, context, obj):
         return
     problem = adapter.role_problem(obj)  # e.g. a text or curve object as a deformable body
     if problem:
-        box = layout.box().column(align=True)
-        for i, line in enumerate(textwrap.wrap(problem, 48)):
-            box.label(text=line, icon="ERROR" if i == 0 else "BLANK1")
-        if "Make Simulation Mesh" in problem and obj == context.active_object:
-            box.operator("ipc.make_sim_mesh", icon="MESH_DATA")
+        draw_problem(layout, context, obj, problem)
     col = layout.column(align=True)
     if s.role == "BODY":
-        col.prop(s, "material_preset")
-        col.prop(s, "youngs_modulus")
-        col.prop(s, "poisson_ratio")
-        col.prop(s, "density")
-    col.prop(s, "friction")
-    if s.role == "BODY":
-        row = col.row(align=True)
-        row.prop(s, "use_static_friction", text="")
-        sub = row.row(align=True)
-        sub.active = s.use_static_friction
-        sub.prop(s, "static_friction")
+        draw_material(col, s)
+    else:
+        col.prop(s, "friction")
     if s.role == "BODY" and obj.type == "MESH":
-        col = layout.column(align=True)
-        col.prop(s, "initial_velocity")
-        col.prop(s, "initial_angular_velocity")
-        layout.prop_search(s, "pin_group", obj, "vertex_groups")
-        quality = remesh.mesh_quality(context, obj)  # cached; None in Edit Mode
-        if quality is not None and quality < remesh.POOR_MIN_ANGLE:
-            row = layout.row()
-            row.label(text=f"Mesh has slivers (min angle {quality:.0f}°):", icon="INFO")
-            row.operator("ipc.make_sim_mesh", text="Make Simulation Mesh")
+        draw_body_mesh(layout, context, obj)
     if s.is_baked:
         box = layout.box()
         box.label(text=bake_range_text(s), icon="CHECKMARK")
@@ -50,6 +30,47 @@ def draw_object(layout, context, obj):
             box.label(text="Outdated: inputs changed since the bake", icon="ERROR")
         if s.bake_message:
             box.label(text=s.bake_message, icon="ERROR")
+
+
+def draw_problem(layout, context, obj, problem):
+    box = layout.box().column(align=True)
+    for i, line in enumerate(textwrap.wrap(problem, 48)):
+        box.label(text=line, icon="ERROR" if i == 0 else "BLANK1")
+    if "Make Simulation Mesh" in problem and obj == context.active_object:
+        box.operator("ipc.make_sim_mesh", icon="MESH_DATA")
+
+
+def draw_material(col, s):
+    """A body's material: preset, elasticity, density, kinetic and (optional) static friction."""
+    col.prop(s, "material_preset")
+    col.prop(s, "youngs_modulus")
+    col.prop(s, "poisson_ratio")
+    col.prop(s, "density")
+    col.prop(s, "friction")
+    row = col.row(align=True)
+    row.prop(s, "use_static_friction", text="")
+    sub = row.row(align=True)
+    sub.active = s.use_static_friction
+    sub.prop(s, "static_friction")
+
+
+def draw_body_mesh(layout, context, obj):
+    """What only a mesh body has: start motion, pinned and stiffness groups, mesh quality."""
+    s = obj.ipc
+    col = layout.column(align=True)
+    col.prop(s, "initial_velocity")
+    col.prop(s, "initial_angular_velocity")
+    layout.prop_search(s, "pin_group", obj, "vertex_groups")
+    layout.prop_search(s, "stiffness_group", obj, "vertex_groups")
+    if s.stiffness_group:
+        row = layout.row(align=True)
+        row.prop(s, "stiffness_min", text="Min")
+        row.prop(s, "stiffness_max", text="Max")
+    quality = remesh.mesh_quality(context, obj)  # cached; None in Edit Mode
+    if quality is not None and quality < remesh.POOR_MIN_ANGLE:
+        row = layout.row()
+        row.label(text=f"Mesh has slivers (min angle {quality:.0f}°):", icon="INFO")
+        row.operator("ipc.make_sim_mesh", text="Make Simulation Mesh")
 
 
 def bake_range_text(s) -> str:

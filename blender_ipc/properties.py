@@ -161,6 +161,25 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
     pin_group: StringProperty(
         name="Pinned Group", description="Vertex group whose vertices follow the object's own animation"
     )
+    stiffness_group: StringProperty(
+        name="Stiffness Group",
+        description="Painted vertex group scaling Young's Modulus: each triangle's between Stiffness "
+        "Min (weight 0) and Stiffness Max (weight 1), by the mean weight of its vertices",
+    )
+    stiffness_min: FloatProperty(
+        name="Stiffness Min",
+        description="Young's Modulus factor at weight 0",
+        default=1.0,
+        min=1e-3,
+        soft_max=10.0,
+    )
+    stiffness_max: FloatProperty(
+        name="Stiffness Max",
+        description="Young's Modulus factor at weight 1",
+        default=1.0,
+        min=1e-3,
+        soft_max=10.0,
+    )
     # Bake record (written by the bake, read by the panel and Delete Bake).
     is_baked: BoolProperty(default=False, options={"HIDDEN"}, description="The object holds an IPC bake")
     bake_hash: StringProperty(

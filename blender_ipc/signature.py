@@ -8,7 +8,9 @@ import hashlib
 import bpy
 import numpy as np
 
+from .animated import keyed_paths
 from .common import fcurves_of, frame_range, local_coords, matrix_of
+from .fields import field_objects, fields_text
 from .reading import has_handoff, is_obstacle_body, obstacles
 
 _TRANSFORM_CHANNELS = (
@@ -160,9 +162,10 @@ def _settings_items(scene) -> list[tuple[str, str]]:
     """The scene settings that shape the simulated motion, as (label, value text) (cheap)."""
     settings = scene.ipc
     items = []
+    keyed = keyed_paths(scene)
     for name in sorted(settings.bl_rna.properties.keys()):
         if name not in _NOT_INPUTS and not name.startswith("stat_"):
-            value = getattr(settings, name)
+            value = "keyed" if f"ipc.{name}" in keyed else getattr(settings, name)
             if name in _LATER_SETTINGS and value == _LATER_SETTINGS[name][1]:
                 continue
             if not isinstance(value, (str, int, float, bool)):
@@ -174,8 +177,20 @@ def _settings_items(scene) -> list[tuple[str, str]]:
     items += [
         ("the start frame", f"{frame_range(scene)[0]}"),
         ("the frame rate", f"{scene.render.fps}/{scene.render.fps_base}"),
-        ("the scene gravity", f"{tuple(scene.gravity)}{scene.use_gravity}"),
+        (
+            "the scene gravity",
+            "keyed" if "gravity" in keyed else f"{tuple(scene.gravity)}{scene.use_gravity}",
+        ),
     ]
+    if keyed:  # the scene's keyed settings (gravity, ground friction, ...): their keys
+        items.append(
+            (
+                "keyframes of the scene settings",
+                _digest(lambda h: _drivers_signature(_curves_signature(scene, h)[0], h)),
+            )
+        )
+    if field_objects(scene):  # only then: bakes made before fields were read stay current
+        items.append(("the force fields", fields_text(scene)))
     start = frame_range(scene)[0]
     if has_handoff(scene, start):  # the bodies' keys etc. are in "the animation of ..."
         items.append(("the start frame's animated velocity", f"frames {start - 1}-{start}"))
@@ -188,13 +203,21 @@ def _settings_text(scene) -> str:
 
 
 def _object_text(obj) -> str:
-    """An object's name and IPC settings, as text (cheap)."""
+    """An object's name and IPC settings, as text (cheap).  A keyed material value is left
+    out: its keys are in the object's animation, its current value depends on the frame."""
     s = obj.ipc
-    static = f"static{s.static_friction}" if s.use_static_friction else ""  # off: old bakes stay current
-    return (
-        f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}{s.friction}{s.pin_group}{static}"
-        f"{tuple(s.initial_velocity)}{s.initial_angular_velocity}"
+    keyed = keyed_paths(obj)
+    E, rho, mu = (
+        "keyed" if f"ipc.{name}" in keyed else getattr(s, name)
+        for name in ("youngs_modulus", "density", "friction")
     )
+    text = f"{obj.name}{s.role}{E}{s.poisson_ratio}{rho}{mu}{s.pin_group}"
+    text += f"{tuple(s.initial_velocity)}{s.initial_angular_velocity}"
+    if s.stiffness_group:  # only then: bakes made before painted stiffness stay current
+        text += f"{s.stiffness_group}{s.stiffness_min}{s.stiffness_max}"
+    if s.use_static_friction:  # likewise
+        text += f"static{s.static_friction}"
+    return text
 
 
 def _digest(fill) -> str:
@@ -208,6 +231,10 @@ def signature_parts(scene, bodies, colliders) -> dict[str, str]:
     artist ("setting 'Substeps'", "the mesh of 'Box'", ...): :func:`input_signature` hashes
     them, :func:`changed_inputs` names the ones that differ between two such dicts."""
     parts = dict(_settings_items(scene))
+    for obj in field_objects(scene):  # a field's motion and keyed settings
+        parts[f"the animation of force field '{obj.name}'"] = _digest(
+            lambda h, o=obj: _motion_signature(o, h)
+        )
     for obj in list(bodies) + list(colliders):
         role = "body" if obj in bodies else ("obstacle" if is_obstacle_body(obj, bodies) else "collider")
         name = f"'{obj.name}'"

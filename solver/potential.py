@@ -3,7 +3,7 @@ terms (:mod:`solver.terms`)::
 
     E(x) = 1/2 |x - x_tilde|_M^2
          + h^2 ( Psi_elastic(x) + Psi_barrier(x) + Psi_planes(x) + D_friction(x - x^n) - f . x
-                 + Psi_links(x) + D_links(x) )
+                 + D_drag(x - x^n) + Psi_links(x) + D_links(x) )
          + 1/2 k_pen sum_{prescribed, not yet reached} m_i |x_i - target_i|^2
 
 x_tilde = x^n + h v^n + h^2 g.  Gradients are global (N*2,) vectors;
@@ -18,6 +18,7 @@ import numpy as np
 from . import friction
 from .assembly import Triplets
 from .contacts import ContactSet
+from .fields import FieldStep
 from .friction import FrictionSet
 from .links import LinkStep
 from .profiling import NullTimers
@@ -31,7 +32,8 @@ class StepConstants:
     x_tilde, x_prev, target: (N,2); penalized: (N,) bool (prescribed vertices
     still driven by the penalty); pen_mass: (N,); k_pen: penalty stiffness;
     force: (N,2) external force per vertex beyond gravity, or None;
-    links: the active links' springs (:class:`~solver.links.LinkStep`), or None.
+    links: the active links' springs (:class:`~solver.links.LinkStep`), or None;
+    fields: the force fields' drag and lagged force (:class:`~solver.fields.FieldStep`), or None.
     """
 
     h: float
@@ -48,6 +50,7 @@ class StepConstants:
     plane_friction: FrictionSet
     force: np.ndarray | None = None
     links: LinkStep | None = None
+    fields: FieldStep | None = None
 
 
 class IncrementalPotential:

@@ -225,3 +225,87 @@ class Scene:
     half_planes: tuple[HalfPlane, ...] = ()
     params: SimParams = field(default_factory=SimParams)
     links: tuple[Link, ...] = ()
+    fields: tuple[ForceField, ...] = ()
+    animation: Animation | None = None
+
+
+FIELD_KINDS = ("force", "wind", "drag", "vortex")
+FIELD_SHAPES = ("point", "plane")
+FIELD_FALLOFFS = ("none", "sphere")
+
+
+@dataclass(frozen=True)
+class Track:
+    """A value sampled over time: times (T,) increasing, values (T,) or (T, 2)
+    (linear between samples, clamped outside, as a collider's positions)."""
+
+    times: np.ndarray
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class ForceField:
+    """A Blender force field in the simulation plane (solver/fields.py;
+    docs/scene_format.md, "Force fields").  It acts on every body vertex as on
+    a Blender particle of mass 1 kg: its force [N] is applied per kilogram.
+
+    kind: 'force' (along the line from the field's origin (point shape) or
+    plane (plane shape) to the vertex: strength > 0 pushes away, < 0 pulls),
+    'wind' (along direction), 'drag' (against the velocity: linear_drag |v|
+    + quadratic_drag |v|^2) or 'vortex' (around the origin, counter-clockwise
+    for strength > 0, magnitude strength times the distance).
+    position: (2,) the origin; direction: (2,) the wind's direction and the
+    plane shape's normal (its length scales the wind: the in-plane part of a
+    tilted field's axis).  flow: Blender's Flow, a linear drag of the air the
+    force or wind moves (not on drag fields).
+    falloff: 'none' or 'sphere': beyond min_distance (0 when None) the field
+    is scaled by (1 + d - min_distance)^-falloff_power, and is 0 beyond
+    max_distance (when not None); d is the distance to the origin (point) or
+    the plane (plane shape).
+    times: (T,) sample times of the animated values, or None: then every
+    animatable value (strength, flow, linear_drag, quadratic_drag, position,
+    direction) is a number or (2,); with times, each may also be sampled,
+    (T,) or (T, 2).
+    """
+
+    name: str
+    kind: str
+    strength: float | np.ndarray = 1.0
+    position: tuple[float, float] | np.ndarray = (0.0, 0.0)
+    direction: tuple[float, float] | np.ndarray = (0.0, 1.0)
+    shape: str = "point"
+    falloff: str = "none"
+    falloff_power: float = 0.0
+    min_distance: float | None = None
+    max_distance: float | None = None
+    flow: float | np.ndarray = 0.0
+    linear_drag: float | np.ndarray = 0.0
+    quadratic_drag: float | np.ndarray = 0.0
+    times: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class MaterialAnimation:
+    """A body's time-varying material (solver/animated.py): each of E,
+    density and mu a :class:`Track` of scalars or None (the material's value);
+    and a per-vertex stiffness: stiffness_weights (n,) in [0, 1] (a painted
+    vertex group) scale each triangle's E by min + (max - min) * (the mean of
+    its vertices' weights), (min, max) = stiffness_factors."""
+
+    body: str
+    E: Track | None = None
+    density: Track | None = None
+    mu: Track | None = None
+    stiffness_weights: np.ndarray | None = None
+    stiffness_factors: tuple[float, float] = (1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Animation:
+    """Settings that follow keyframes, sampled at every (sub)step's start:
+    gravity a Track of (T, 2), the bodies' materials, and each half-plane's
+    friction (name, Track) pairs."""
+
+    gravity: Track | None = None
+    materials: tuple[MaterialAnimation, ...] = ()
+    plane_mu: tuple[tuple[str, Track], ...] = ()

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import barrier, barrier_stiffness, ccd, links, motion_check
+from . import barrier, barrier_stiffness, ccd, fields, links, motion_check
+from .animated import AnimatedModel
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
@@ -171,7 +172,9 @@ class Simulation:
         self.scene = scene
         self.params = p = scene.params
         self.settings = s = SolverSettings() if settings is None else settings
-        self.model = m = fit.model
+        self._animated = AnimatedModel(scene, fit.model)  # keyframed settings (solver/animated.py)
+        self.model = m = self._animated.base
+        self._step_model = m  # the model of the step being solved (solver/animated.py)
         self.x = m.rest.copy()
         self.v = m.velocity.copy()
         check_initial_geometry(m, self.x, p.dhat)
@@ -316,10 +319,12 @@ class Simulation:
         the current state, which it does not change (the barrier stiffness
         aside: balanced when contact first appears).  Returns a _Solved."""
         t_start = _time.perf_counter()
-        m, p = self.model, self.params
+        p = self.params
+        # the model with this step's animated settings (the model itself when none are)
+        m = self._step_model = self._animated.at(self.time)
         x_prev = self.x.copy()
         target = self._prescribed.targets(x_prev, t_next)
-        x_tilde = x_prev + h * self.v + h * h * self.gravity
+        x_tilde = x_prev + h * self.v + h * h * self._animated.gravity(self.time, self.gravity)
         pen_mass = np.where(m.is_collider, self.mean_mass, m.mass)
         with self.timers("step_setup"):
             fric_cs = self._contact_set_at_state()
@@ -340,6 +345,9 @@ class Simulation:
                 "plane_friction": plane_friction(m, x_prev, self.kappa, p.dhat, mollifier),
                 "links": links.step_springs(m.links, self.link_active, x_prev, self.time, t_next),
             }
+            field_step = fields.step_fields(self.scene.fields, x_prev, self.time, m.mass, ~m.is_collider)
+            if field_step is not None:  # the fields' lagged force and drag (solver/fields.py)
+                consts.update(force=field_step.force, fields=field_step)
             x, penalty = self._prescribed.first_round(x_prev, target)
             fixed, penalized = self._prescribed.masks(penalty.pending)
             ip = self._potential(consts, penalized, penalty.k_pen)
@@ -402,7 +410,7 @@ class Simulation:
 
     def _potential(self, consts, penalized, k_pen):
         return IncrementalPotential(
-            self.model, StepConstants(penalized=penalized, k_pen=k_pen, **consts), self.timers
+            self._step_model, StepConstants(penalized=penalized, k_pen=k_pen, **consts), self.timers
         )
 
     def _touching_bodies(self, cs_state):

@@ -38,6 +38,7 @@ import numpy as np
 
 from . import barrier, elasticity, friction
 from .assembly import Triplets, stencil_dofs
+from .fields import FieldDrag
 from .links import LinkDamping, LinkSprings
 
 
@@ -247,7 +248,8 @@ class HalfPlaneFriction(Friction):
 class ExternalForce:
     """The potential -f . x of a constant force f (N, 2) per vertex (h^2-weighted
     like every force's).  Gravity is not one: it is in x_tilde (same bits as
-    ever); this is for force fields, inactive while consts.force is zero."""
+    ever); this is the force fields' lagged force (solver/fields.py),
+    inactive while consts.force is zero."""
 
     per_h2, stage = True, "inertia+penalty"
 
@@ -312,6 +314,7 @@ TERMS = (
     PairFriction,
     HalfPlaneFriction,
     ExternalForce,
+    FieldDrag,
     LinkSprings,
     LinkDamping,
     PinPenalty,

@@ -23,7 +23,7 @@ from .distance import distance_sq, point_edge_case
 from .errors import SolverInputError
 from .friction import MOLLIFIERS
 from .geometry import boundary_edges, edge_use, points_in_triangles, segments_intersect, signed_areas
-from .scene import LINK_KINDS
+from .scene import FIELD_FALLOFFS, FIELD_KINDS, FIELD_SHAPES, LINK_KINDS
 
 FORMULATIONS = ("original", "convergent")
 LINEAR_SOLVERS = ("auto", "scipy", "numpy")
@@ -69,6 +69,9 @@ class Naming:
 
     def link(self, i, name):
         return Place(f"links[{i}].", f' (link "{name}")') if self.file else Place(f"link '{name}': ")
+
+    def field(self, i, name):
+        return Place(f"fields[{i}].", f' (field "{name}")') if self.file else Place(f"field '{name}': ")
 
     def half_plane(self, i, name):
         return Place(f"half_planes[{i}].") if self.file else Place(f"half-plane {i} ('{name}'): ")
@@ -429,6 +432,8 @@ def check_scene(scene, naming=LIBRARY):
     for i, hp in enumerate(scene.half_planes):
         check_half_plane(naming.half_plane(i, hp.name), hp)
     check_links(scene, meshes, naming)
+    check_fields(scene, naming)
+    check_animation(scene, meshes, naming)
     return meshes
 
 
@@ -591,3 +596,131 @@ def _check_containment(model, x, names):
                     f"body '{guest}': a part of the mesh lies inside another part (self-overlap)"
                 )
             raise SolverInputError(f"'{guest}' starts inside body '{host}'")
+
+
+# --------------------------------------------------------------------------- force fields
+
+_FIELD_SCALARS = ("strength", "flow", "linear_drag", "quadratic_drag")
+_FIELD_VECTORS = ("position", "direction")
+_NOT_NEGATIVE = ("linear_drag", "quadratic_drag")  # a negative drag would feed energy in
+
+
+def check_fields(scene, naming=LIBRARY):
+    """Every force field: a known kind, shape and falloff, its values finite
+    (sampled ones of its times' length), drags not negative; messages name the field."""
+    seen = set()
+    for i, f in enumerate(scene.fields):
+        place = naming.field(i, getattr(f, "name", ""))
+        if not isinstance(f.name, str) or not f.name:
+            place.fail("name", f"expected a non-empty string, got {_describe(f.name)}")
+        if f.name in seen:
+            place.fail("name", f"duplicate field name {f.name!r}")
+        seen.add(f.name)
+        _choice(place, "kind", f.kind, FIELD_KINDS)
+        _choice(place, "shape", f.shape, FIELD_SHAPES)
+        if f.kind == "vortex" and f.shape != "point":
+            place.fail("shape", "a vortex turns around a point: only the 'point' shape")
+        _choice(place, "falloff", f.falloff, FIELD_FALLOFFS)
+        check_number(place, "falloff_power", f.falloff_power, lo=0)
+        for name in ("min_distance", "max_distance"):
+            if getattr(f, name) is not None:
+                check_number(place, name, getattr(f, name), lo=0)
+        _check_field_values(place, f)
+
+
+def _check_field_values(place, f):
+    T = None
+    if f.times is not None:
+        T = _check_times(place, "times", f.times)
+    for name in _FIELD_SCALARS + _FIELD_VECTORS:
+        a = _field_array(place, name, getattr(f, name))
+        tail = () if name in _FIELD_SCALARS else (2,)
+        if a.shape != tail and (T is None or a.shape != (T, *tail)):
+            sampled = "" if T is None else f" or ({T}, {', '.join(map(str, tail))})".replace(", )", ",)")
+            want = "a number" if not tail else "(2,)"
+            place.fail(name, f"expected {want}{sampled}, got shape {a.shape}")
+        if name in _NOT_NEGATIVE and np.any(a < 0):
+            place.fail(name, f"expected values >= 0 (drag takes energy out), got {a.min()!r}")
+    if f.shape == "plane" and np.any(np.hypot(*np.moveaxis(np.asarray(f.direction, float), -1, 0)) <= 1e-12):
+        place.fail("direction", "the plane shape needs a non-zero normal")
+
+
+def _field_array(place, name, value):
+    try:
+        a = np.asarray(value, float)
+    except (TypeError, ValueError):
+        place.fail(name, f"expected numbers, got {_describe(value)}")
+    if not np.all(np.isfinite(a)):
+        place.fail(name, "contains NaN or infinite values")
+    return a
+
+
+# --------------------------------------------------------------------------- animated settings
+
+
+def _check_times(place, field, times):
+    """Sample times: a non-empty, strictly increasing list of finite numbers."""
+    t = np.atleast_1d(np.asarray(times, float))
+    check_samples(place, field, field, t, np.zeros((len(t), 0, 2)), 0)
+    return len(t)
+
+
+def _check_track(place, field, track, width):
+    """A Track: increasing times, finite values of shape (T,) or (T, width)."""
+    T = _check_times(place, f"{field}.times", track.times)
+    vals = np.asarray(track.values, float)
+    want = (T,) if width is None else (T, width)
+    if vals.shape != want:
+        place.fail(f"{field}.values", f"expected shape {want}, got {vals.shape}")
+    if not np.all(np.isfinite(vals)):
+        place.fail(f"{field}.values", "contains NaN or infinite values")
+    return vals
+
+
+def check_animation(scene, meshes, naming=LIBRARY):
+    """The animated settings: gravity (T, 2), the named bodies' E and density
+    (> 0), friction (>= 0), painted stiffness weights in [0, 1] on every vertex
+    and factors > 0; half-plane friction >= 0 on existing half-planes."""
+    anim = scene.animation
+    if anim is None:
+        return
+    place = Place("animation.")
+    if anim.gravity is not None:
+        _check_track(place, "gravity", anim.gravity, 2)
+    bodies = {b.name: i for i, b in enumerate(scene.bodies)}
+    for j, ma in enumerate(anim.materials):
+        if ma.body not in bodies:
+            place.fail(f"materials[{j}].body", f"no body named {ma.body!r}")
+        bi = bodies[ma.body]
+        bplace = naming.body(bi, ma.body)
+        for name, lo_open in (("E", True), ("density", True), ("mu", False)):
+            tr = getattr(ma, name)
+            if tr is not None:
+                vals = _check_track(bplace, f"animation.{name}", tr, None)
+                if np.any(vals < 0) or (lo_open and np.any(vals == 0)):
+                    want = "> 0" if lo_open else ">= 0"
+                    bplace.fail(f"animation.{name}.values", f"expected values {want}, got {vals.min()!r}")
+        _check_painted_stiffness(bplace, ma, len(meshes[bi][0]))
+    planes = [hp.name for hp in scene.half_planes]
+    for j, (name, tr) in enumerate(anim.plane_mu):
+        if name not in planes:
+            place.fail(f"plane_mu[{j}]", f"no half-plane named {name!r}")
+        vals = _check_track(place, f"plane_mu[{j}]", tr, None)
+        if np.any(vals < 0):
+            place.fail(f"plane_mu[{j}].values", f"expected friction >= 0, got {vals.min()!r}")
+
+
+def _check_painted_stiffness(place, ma, n):
+    if len(ma.stiffness_factors) != 2:
+        place.fail("animation.stiffness_factors", "expected two factors (min, max)")
+    for k, v in enumerate(ma.stiffness_factors):
+        check_number(place, f"animation.stiffness_factors[{k}]", v, lo=0, lo_open=True)
+    if ma.stiffness_weights is None:
+        return
+    w = np.asarray(ma.stiffness_weights, float)
+    if w.shape != (n,):
+        place.fail(
+            "animation.stiffness_weights", f"expected one weight per vertex ({n},), got shape {w.shape}"
+        )
+    if not np.all(np.isfinite(w)) or np.any((w < 0) | (w > 1)):
+        place.fail("animation.stiffness_weights", "expected weights in [0, 1]")

@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import SolverInputError
 from ..scene import Body, Collider, HalfPlane, Link, LinkAnchor, Material, Pin, Scene, SimParams
 from ..validate import SCENE_FILE, _describe, _is_number, check_scene
+from . import fields_io
 
 FORMAT_NAME = "blender-ipc-scene"
 FORMAT_VERSION = 1
@@ -163,7 +164,7 @@ def _times(value, path):
 # --------------------------------------------------------------------------
 
 _TOP_REQUIRED = ("format", "version", "bodies")
-_TOP_OPTIONAL = ("colliders", "half_planes", "params", "description", "links")
+_TOP_OPTIONAL = ("colliders", "half_planes", "params", "description", "links", "fields", "animation")
 
 
 def load_scene(path_or_dict) -> Scene:
@@ -217,6 +218,9 @@ def scene_from_dict(data) -> Scene:
     links_raw = _list(data.get("links", []), "links")
     links = tuple(_parse_link(k, f"links[{i}]") for i, k in enumerate(links_raw))
     scene = Scene(bodies=bodies, colliders=colliders, half_planes=planes, params=params, links=links)
+    scene = replace(scene, fields=fields_io.parse_fields(data.get("fields", [])))
+    if "animation" in data:
+        scene = replace(scene, animation=fields_io.parse_animation(data["animation"]))
     check_scene(scene, SCENE_FILE)
     return _unit_normals(scene)
 
@@ -491,6 +495,10 @@ def scene_to_dict(scene: Scene) -> dict:
     out["params"] = _params_to_dict(scene.params)
     if scene.links:
         out["links"] = [_link_to_dict(k) for k in scene.links]
+    if scene.fields:
+        out["fields"] = fields_io.fields_to_list(scene.fields)
+    if scene.animation is not None:
+        out["animation"] = fields_io.animation_to_dict(scene.animation)
     return out
 
 

@@ -2,7 +2,7 @@
 checked the same way on small random configurations where all of them are
 active (contacts inside dhat of both formulations, friction slips in the
 static zone, the blend and sliding, pinned vertices off target, an external
-force, links of every kind, stretched, compressed and moving): the gradient
+force, field drag, links of every kind, stretched, compressed and moving): the gradient
 against central differences of the weighted value, the gradient of
 gradient_hessian equal to gradient's, the exact Hessian against central
 differences of the gradient, the projected one symmetric PSD, and projected
@@ -17,6 +17,7 @@ from invariants import assert_close_rel, contact_scene, fd_gradient, fd_jacobian
 
 from solver.assembly import Triplets
 from solver.contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
+from solver.fields import FieldStep
 from solver.links import anchor_at, step_springs
 from solver.model import build_model
 from solver.potential import IncrementalPotential, StepConstants
@@ -50,11 +51,21 @@ def configuration(formulation, seed):
         pair_friction=pair_friction(m, cs0, x_prev, dhat),
         plane_friction=plane_friction(m, x_prev, kappa, dhat),
         force=rng.normal(size=x_prev.shape),
+        fields=drag_of_fields(m, rng),
         links=step_springs(m.links, np.ones(len(m.links), bool), x_prev - 0.01, 0.0, h),
     )
     x = x_prev + rng.uniform(-1.5e-3, 1.5e-3, x_prev.shape)
     cs = build_contact_set(m, candidate_stencils(m, x, x, dhat), kappa, dhat, formulation)
     return m, consts, x, cs
+
+
+def drag_of_fields(m, rng):
+    """Linear and quadratic field drag on every body vertex but the first
+    (which feels none: the term skips it)."""
+    c1 = rng.uniform(0.5, 2.0, m.n) * ~m.is_collider
+    c2 = rng.uniform(0.5, 2.0, m.n) * ~m.is_collider
+    c1[0] = c2[0] = 0.0
+    return FieldStep(None, c1, c2)
 
 
 def links_of_every_kind(scene):
