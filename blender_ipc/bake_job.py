@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import blas_threads, messages
+from . import blas_threads, links, messages
 from .colliders import (
     ColliderReport,
     collider_reports,
@@ -142,7 +142,8 @@ class BakeJob:
             depsgraph = context.evaluated_depsgraph_get()
             bodies = [read_body(o, plane) for o in self.body_objs]
             colliders = [read_collider(o, depsgraph, plane) for o in self.collider_objs]
-            objs = self.body_objs + self.collider_objs
+            empties = links.linked(links.link_empties(context.view_layer.objects), self.body_objs)
+            objs = self.body_objs + self.collider_objs + empties  # link Empties sampled last
             # Obstacle bodies move with their bake, deforming colliders with their evaluated
             # mesh: both sampled per substep; rigid colliders by their matrix only.
             n_bodies = len(self.body_objs)
@@ -165,6 +166,9 @@ class BakeJob:
             handoff = [animated_velocity(b, m, fps, plane) for b, m in zip(bodies, before, strict=True)]
         solver_scene = build_scene(
             scene, bodies, colliders, materials, mats, times, shapes, velocities, handoff
+        )
+        solver_scene = links.compose(
+            solver_scene, self.body_objs, self.collider_objs, empties, mats, times, plane
         )
         frame_mats = mats[: n_steps + 1 : self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
