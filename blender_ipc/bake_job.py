@@ -167,9 +167,9 @@ class BakeJob:
         solver_scene = build_scene(
             scene, bodies, colliders, materials, mats, times, shapes, velocities, handoff
         )
-        solver_scene = links.compose(
-            solver_scene, self.body_objs, self.collider_objs, empties, mats, times, plane
-        )
+        fps = scene.render.fps / scene.render.fps_base
+        samples = links.Samples(mats, times, plane, self.frame_start, fps)
+        solver_scene = links.compose(solver_scene, self.body_objs, self.collider_objs, empties, samples)
         frame_mats = mats[: n_steps + 1 : self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 

@@ -105,6 +105,27 @@ def draw_link(layout, obj):
     sub.prop(s, "break_threshold")
 
 
+def draw_pins(layout, obj):
+    """Pin Strength, Pull Stiffness and Engaged under the Pinned Group (object panel)."""
+    s = obj.ipc
+    if not s.pin_group:
+        return
+    col = layout.column(align=True)
+    col.prop(s, "pin_strength", expand=True)
+    if s.pin_strength == "PULL":
+        col.prop(s, "pin_stiffness")
+    col.prop(s, "pin_engaged")
+    problem = links.pin_problem(obj)
+    if problem:
+        layout.label(text=problem.split(": ", 1)[-1], icon="ERROR")
+
+
+def draw_groups(layout, obj):
+    """The 20 Collision Groups, as Rigid Body's Collision Collections."""
+    layout.label(text="Collision Groups")
+    layout.prop(obj.ipc, "collision_groups", text="")
+
+
 class IPC_PT_link(bpy.types.Panel):
     bl_label = "IPC Link"
     bl_space_type = "PROPERTIES"

@@ -165,10 +165,109 @@ def group_numbers(obj) -> tuple[int, ...]:
     return tuple(i for i, on in enumerate(flags) if on)
 
 
-def compose(solver_scene, body_objs, collider_objs, empties, mats, times, plane):
-    """The solver scene with the links of the Empties and every body's and collider's
-    collision groups. mats: (T, n, 4, 4) sampled world matrices of the bodies, colliders and
-    then the Empties."""
+# --------------------------------------------------------------------------- pins that let go
+
+
+def _engaged_curve(obj):
+    from .common import fcurves_of
+
+    for fc in fcurves_of(obj):
+        if fc.data_path == "ipc.pin_engaged":
+            return fc
+    return None
+
+
+def pins_are_links(obj) -> bool:
+    """Whether obj's Pinned Group is simulated as links (a pull, or an Engaged setting that is
+    keyframed or off) instead of hard prescribed vertices."""
+    s = obj.ipc
+    return bool(s.pin_group) and (
+        s.pin_strength == "PULL" or not s.pin_engaged or _engaged_curve(obj) is not None
+    )
+
+
+def pin_problem(obj) -> str:
+    """Why obj's pin settings cannot be simulated, in the panel's words, or ''."""
+    s = obj.ipc
+    if s.pin_group and s.pin_strength == "PULL" and not s.pin_stiffness > 0:
+        return (
+            f"'{obj.name}': Pull Stiffness must be above 0 N/m (it is {s.pin_stiffness:g}); "
+            "raise it, or set Pin Strength to Hard"
+        )
+    return ""
+
+
+def _engaged_samples(obj, times, frame_start, fps):
+    """(T,) bool: the Engaged setting at each sample time (its keyframes evaluated there)."""
+    fc = _engaged_curve(obj)
+    if fc is None:
+        return np.full(len(times), bool(obj.ipc.pin_engaged))
+    frames = frame_start + np.asarray(times) * fps
+    return np.array([fc.evaluate(float(f)) >= 0.5 for f in frames], bool)
+
+
+def pin_links(obj, body, frame_start, fps) -> tuple:
+    """The links holding body's pinned vertices (its solver Pin) to their animated places:
+    zero-length springs of the rigid default (Hard) or the Pull Stiffness each, engaged as the
+    object's Engaged setting is keyed."""
+    (pin,) = body.pins
+    s = obj.ipc
+    tris = np.asarray(body.triangles)
+    engaged = _engaged_samples(obj, pin.times, frame_start, fps)
+    out = []
+    for k, vertex in enumerate(np.asarray(pin.indices)):
+        tri, corner = np.argwhere(tris == vertex)[0]
+        w = np.zeros(3)
+        w[corner] = 1.0
+        out.append(
+            Link(
+                name=f"{obj.name} pin {vertex}",
+                kind="pin",
+                a=LinkAnchor(body=body.name, triangle=int(tri), barycentric=tuple(w.tolist())),
+                b=LinkAnchor(times=np.asarray(pin.times, float), positions=np.asarray(pin.positions)[:, k]),
+                stiffness=float(s.pin_stiffness) if s.pin_strength == "PULL" else None,
+                engaged_times=np.asarray(pin.times, float),
+                engaged=engaged,
+            )
+        )
+    return tuple(out)
+
+
+def _with_pin_links(bodies, body_objs, frame_start, fps):
+    """(bodies with the pins that are links taken out, those links)."""
+    objs = {o.name: o for o in body_objs}
+    out, extra = [], []
+    for body in bodies:
+        obj = objs.get(body.name)
+        if obj is not None and body.pins and pins_are_links(obj):
+            problem = pin_problem(obj)
+            if problem:
+                raise IPCError(problem)
+            extra += pin_links(obj, body, frame_start, fps)
+        out.append(replace(body, pins=()) if obj is not None and pins_are_links(obj) else body)
+    return tuple(out), tuple(extra)
+
+
+# --------------------------------------------------------------------------- the scene
+
+
+@dataclass(frozen=True)
+class Samples:
+    """How the bake sampled the scene: mats (T, n, 4, 4) world matrices of the bodies, the
+    colliders and then the link Empties at times (T,) [s from the start frame]; the plane, the
+    start frame and the frame rate."""
+
+    mats: np.ndarray
+    times: np.ndarray
+    plane: str
+    frame_start: int
+    fps: float
+
+
+def compose(solver_scene, body_objs, collider_objs, empties, samples: Samples):
+    """The solver scene with the links of the Empties, the pins that are links and every
+    body's and collider's collision groups."""
+    mats, times, plane = samples.mats, samples.times, samples.plane
     groups = {o.name: group_numbers(o) for o in list(body_objs) + list(collider_objs)}
     for name, g in groups.items():
         if not g:
@@ -178,7 +277,8 @@ def compose(solver_scene, body_objs, collider_objs, empties, mats, times, plane)
             )
     bodies = tuple(replace(b, collision_groups=groups.get(b.name, (0,))) for b in solver_scene.bodies)
     colliders = tuple(replace(c, collision_groups=groups.get(c.name, (0,))) for c in solver_scene.colliders)
-    if not empties:
+    bodies, pins = _with_pin_links(bodies, body_objs, samples.frame_start, samples.fps)
+    if not empties and not pins:
         return replace(solver_scene, bodies=bodies, colliders=colliders)
     by_name = {b.name: b for b in bodies}
     origins = {o.name: mats[0, j] for j, o in enumerate(body_objs)}
@@ -186,4 +286,4 @@ def compose(solver_scene, body_objs, collider_objs, empties, mats, times, plane)
     new_links = tuple(
         read_link(e, by_name, origins, mats[:, first + i], times, plane) for i, e in enumerate(empties)
     )
-    return replace(solver_scene, bodies=bodies, colliders=colliders, links=new_links)
+    return replace(solver_scene, bodies=bodies, colliders=colliders, links=new_links + pins)

@@ -4,7 +4,7 @@ import textwrap
 
 import bpy
 
-from . import adapter, remesh
+from . import adapter, link_ui, remesh
 from .operators import RunningBake, _progress_text
 
 
@@ -32,11 +32,13 @@ def draw_object(layout, context, obj):
         col.prop(s, "initial_velocity")
         col.prop(s, "initial_angular_velocity")
         layout.prop_search(s, "pin_group", obj, "vertex_groups")
+        link_ui.draw_pins(layout, obj)
         quality = remesh.mesh_quality(context, obj)  # cached; None in Edit Mode
         if quality is not None and quality < remesh.POOR_MIN_ANGLE:
             row = layout.row()
             row.label(text=f"Mesh has slivers (min angle {quality:.0f}°):", icon="INFO")
             row.operator("ipc.make_sim_mesh", text="Make Simulation Mesh")
+    link_ui.draw_groups(layout, obj)
     if s.is_baked:
         box = layout.box()
         box.label(text=bake_range_text(s), icon="CHECKMARK")

@@ -50,7 +50,7 @@ removed from then on (StepStats.broken_links names it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -100,7 +100,9 @@ class LinkSet:
     stencils and coef (S, 6) their weights; times (T,) and offset (T, S, 2)
     the world anchors' part r(t) of each spring vector, sampled; kind,
     length, stiffness, damping (S,); break_force (n_links,) (inf: unbreakable);
-    excluded (k, 2) owner pairs that do not collide because a link joins them.
+    excluded (k, 2) owner pairs that do not collide because a link joins them;
+    engaged_times (K,) and engaged (K, n_links) each link's engaged schedule
+    (held from each sample to the next; one all-true row without schedules).
     """
 
     names: tuple[str, ...]
@@ -115,9 +117,20 @@ class LinkSet:
     damping: np.ndarray
     break_force: np.ndarray
     excluded: np.ndarray
+    engaged_times: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    engaged: np.ndarray | None = None
 
     def __len__(self):
         return len(self.names)
+
+    def engaged_at(self, t):
+        """(n_links,) bool: which links are engaged at time t (a sample a hair after t, by
+        the rounding of summed time steps, counts as reached)."""
+        if self.engaged is None:
+            return np.ones(len(self.names), bool)
+        t = t + 1e-9 * max(1.0, abs(t))
+        i = max(int(np.searchsorted(self.engaged_times, t, side="right")) - 1, 0)
+        return self.engaged[i]
 
     def world_offset(self, t):
         """r(t) (S, 2): the world anchors' part of the spring vectors at time t
@@ -215,7 +228,24 @@ def build_links(scene, meshes, body_slices, dt, mass):
             [np.inf if link.break_force is None else float(link.break_force) for link in scene.links]
         ),
         excluded=np.array(excluded, np.intp).reshape(-1, 2),
+        **_engaged_schedule(scene.links),
     )
+
+
+def _engaged_schedule(scene_links):
+    """{engaged_times (K,), engaged (K, n_links)} of the links' engaged schedules (the union
+    of their sample times), or {} when every link is always engaged."""
+    timed = [k for k in scene_links if k.engaged_times is not None]
+    if not timed:
+        return {}
+    times = np.unique(np.concatenate([np.asarray(k.engaged_times, float) for k in timed]))
+    table = np.ones((len(times), len(scene_links)), bool)
+    for j, link in enumerate(scene_links):  # once per scene
+        if link.engaged_times is not None:
+            own = np.asarray(link.engaged_times, float)
+            i = np.maximum(np.searchsorted(own, times, side="right") - 1, 0)
+            table[:, j] = np.asarray(link.engaged, bool)[i]
+    return {"engaged_times": times, "engaged": table}
 
 
 def _weld_points(a, b, meshes, body_slices):
@@ -270,10 +300,11 @@ class LinkStep:
 
 def step_springs(links, active, x_prev, t_prev, t_next):
     """The :class:`LinkStep` of the springs of the active links (active:
-    (n_links,) bool), or None when there are none."""
+    (n_links,) bool: not broken) engaged at the step's start t_prev (released
+    at t_r, the body moves freely from t_r on), or None when there are none."""
     if links is None:
         return None
-    on = np.flatnonzero(active[links.link])
+    on = np.flatnonzero((active & links.engaged_at(t_prev))[links.link])
     if not len(on):
         return None
     return LinkStep(

@@ -264,6 +264,8 @@ class Simulation:
             return ()
         x_prev, t_prev = self._link_step_start
         springs = links.step_springs(m.links, self.link_active, x_prev, t_prev, self.time)
+        if springs is None:  # every link released (engaged schedules)
+            return ()
         force = links.link_forces(springs, self.x, len(m.links))
         broken = self.link_active & (force > m.links.break_force)
         self.link_active = self.link_active & ~broken

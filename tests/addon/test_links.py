@@ -152,3 +152,61 @@ def test_spring_between_two_bodies_pulls_them_together_without_crossing():
     scene.frame_set(25)
     gap = art._world_xz(b)[:, 0].min() - art._world_xz(a)[:, 0].max()
     assert gap < 0.35  # pulled closer than the 0.4 m at the start
+
+
+def _pinned_plate(name="Plate", n=2):
+    """A square whose top row of vertices is its Pinned Group."""
+    body = _square(name, (0.0, 0.0), n=n)
+    group = body.vertex_groups.new(name="Top")
+    top = [v.index for v in body.data.vertices if v.co.z > SIDE / 2 - 1e-6]
+    group.add(top, 1.0, "REPLACE")
+    body.ipc.pin_group = "Top"
+    return body
+
+
+def _centre_z(obj):
+    return float(art._world_xz(obj)[:, 1].mean())
+
+
+def test_a_released_pin_lets_the_body_fall_g_t2_over_2():
+    """Engaged keyed on at frame 1 and off at frame 7: from frame 7 the body falls freely,
+    g t^2 / 2 (to implicit Euler's lag of g h t / 2 and its own wobble)."""
+    _scene(n_frames=19)
+    scene = bpy.context.scene
+    scene.ipc.substeps = 4
+    body = _pinned_plate()
+    body.ipc.youngs_modulus = 1e7
+    for frame, on in ((1, True), (7, False)):
+        body.ipc.pin_engaged = on
+        body.keyframe_insert("ipc.pin_engaged", frame=frame)
+    _bake(body)
+    art._assert_baked_frames_clean([body])
+    scene.frame_set(7)
+    released = _centre_z(body)
+    assert abs(released) < 0.01 * SIDE  # held until then
+    g, fps, h = 9.81, scene.render.fps, 1.0 / (scene.render.fps * 4)
+    for frame in range(8, 20):
+        scene.frame_set(frame)
+        t = (frame - 7) / fps
+        fall = released - _centre_z(body)
+        assert abs(fall - 0.5 * g * t * t) <= 0.5 * g * h * t + 0.002, f"frame {frame}: fell {fall}"
+
+
+def test_a_pulling_pin_holds_softly_and_a_bad_stiffness_is_refused():
+    _scene()
+    body = _pinned_plate()
+    body.ipc.pin_strength = "PULL"
+    body.ipc.pin_stiffness = 0.0
+    before = harness.snapshot()
+    body.select_set(True)
+    err = harness.bake_error()
+    assert "'Plate': Pull Stiffness must be above 0 N/m" in err
+    assert harness.snapshot() == before
+    body.ipc.pin_stiffness = 2000.0
+    _bake(body)
+    art._assert_baked_frames_clean([body])
+    bpy.context.scene.frame_set(13)
+    sag = -_centre_z(body)
+    # the plate's weight m g hangs on the three pinned vertices' springs: about m g / (3 k)
+    mass = SIDE * SIDE * body.ipc.density
+    assert 0.2 * mass * 9.81 / (3 * 2000.0) < sag < 3.0 * mass * 9.81 / (3 * 2000.0)
