@@ -484,3 +484,68 @@ def link_forces(ls, x, n_links):
     d = ls.vectors(x)
     f = spring_force(ls, d) + (ls.damping * damping_rate(ls, d))[:, None] * damping_direction(ls)
     return np.bincount(ls.link, weights=np.hypot(f[:, 0], f[:, 1]), minlength=n_links)
+
+
+# --------------------------------------------------------------------------- after a break
+
+
+def rejoin_candidates(scene, link_active, owner_contact):
+    """(i, j) body pairs kept apart only by broken links that did not collide:
+    they share a collision group, no holding link excludes them, and contact
+    between them is still off (owner_contact).  Few: one per broken link."""
+    if owner_contact is None or not len(link_active) or link_active.all():
+        return []
+    index = {b.name: i for i, b in enumerate(scene.bodies)}
+    groups = [set(b.collision_groups) for b in scene.bodies]
+
+    def pair(link):
+        a, b = index.get(link.a.body), index.get(link.b.body)
+        if link.collide or a is None or b is None or a == b:
+            return None
+        return (min(a, b), max(a, b))
+
+    held = {pair(k) for k, on in zip(scene.links, link_active, strict=True) if on}
+    broken = {pair(k) for k, on in zip(scene.links, link_active, strict=True) if not on}
+    return sorted(
+        p
+        for p in broken - held
+        if p is not None and groups[p[0]] & groups[p[1]] and not owner_contact[p[0], p[1]]
+    )
+
+
+def separated(model, x, i, j):
+    """Whether bodies i and j (owners) are apart: no boundary edges crossing,
+    neither inside the other, every boundary vertex at a positive distance
+    from the other's boundary.  Then contact between them can be switched on
+    (the barrier needs a positive distance to start from)."""
+    from .geometry import point_segment_distance, points_in_triangles, segments_intersect
+
+    owner, edges, tris = model.owner, model.edges, model.elements.tris
+    e_i, e_j = edges[owner[edges[:, 0]] == i], edges[owner[edges[:, 0]] == j]
+    t_i, t_j = tris[owner[tris[:, 0]] == i], tris[owner[tris[:, 0]] == j]
+    p, q = x[e_i[:, 0]][:, None], x[e_i[:, 1]][:, None]
+    a, b = x[e_j[:, 0]][None], x[e_j[:, 1]][None]
+    if segments_intersect(p, q, a, b).any():
+        return False
+    for pts, (e, t) in ((x[e_i[:, 0]], (e_j, t_j)), (x[e_j[:, 0]], (e_i, t_i))):
+        inside = points_in_triangles(pts[:, None], x[t[:, 0]][None], x[t[:, 1]][None], x[t[:, 2]][None])
+        if inside.any():
+            return False
+        if not (point_segment_distance(pts[:, None], x[e[:, 0]][None], x[e[:, 1]][None]) > 0).all():
+            return False
+    return True
+
+
+def rejoin_separated(scene, model, link_active, x):
+    """Switch contact back on (in place) between the bodies whose non-colliding
+    links all broke, once they are apart (:func:`separated`); returns whether
+    anything changed.  The rule depends on the state only, so a simulation
+    restored from a checkpoint makes the same choices."""
+    changed = False
+    for i, j in rejoin_candidates(scene, link_active, model.owner_contact):
+        if separated(model, x, i, j):
+            model.owner_contact[i, j] = model.owner_contact[j, i] = True
+            changed = True
+    if changed:
+        model.__dict__.pop("pair_eligible", None)  # the dense broad phase's cached mask
+    return changed

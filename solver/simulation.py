@@ -234,6 +234,7 @@ class Simulation:
         """Continue from ``checkpoint`` (taken from a simulation of the same scene; raises
         SolverInputError otherwise)."""
         _checkpoint.restore(self, checkpoint)
+        links.rejoin_separated(self.scene, self.model, self.link_active, self.x)
 
     @classmethod
     def from_checkpoint(cls, scene, checkpoint, *, settings: SolverSettings | None = None):
@@ -254,6 +255,8 @@ class Simulation:
         solved, summary = self._advance(h, self.time + h, 0, tally)
         self.step_index += 1
         broken = self._break_links()
+        # bodies kept apart only by links that broke collide again once apart
+        links.rejoin_separated(self.scene, self.model, self.link_active, self.x)
         return self._step_stats(solved, summary, tally, t_start, broken)
 
     def _break_links(self):

@@ -4,6 +4,7 @@ no vertex inside another body) and the behaviour asked for checked against the E
 closed forms, read from Blender (not from the add-on)."""
 
 import bpy
+import checks
 import harness
 import numpy as np
 import test_artist_input as art
@@ -210,3 +211,45 @@ def test_a_pulling_pin_holds_softly_and_a_bad_stiffness_is_refused():
     # the plate's weight m g hangs on the three pinned vertices' springs: about m g / (3 k)
     mass = SIDE * SIDE * body.ipc.density
     assert 0.2 * mass * 9.81 / (3 * 2000.0) < sag < 3.0 * mass * 9.81 / (3 * 2000.0)
+
+
+def _thrown_pair(groups_a, groups_b):
+    """Two squares thrown at each other (no gravity), in the given Collision Groups."""
+    _scene(n_frames=13)
+    scene = bpy.context.scene
+    scene.ipc.use_scene_gravity, scene.ipc.gravity = False, (0.0, 0.0)
+    a = _square("A", (-0.2, 0.0))
+    b = _square("B", (0.2, 0.0))
+    for obj, groups, v in ((a, groups_a, 2.0), (b, groups_b, -2.0)):
+        obj.ipc.initial_velocity = (v, 0.0)
+        obj.ipc.collision_groups = [i in groups for i in range(20)]
+    _bake(a, b)
+    scene.frame_set(13)
+    return a, b
+
+
+def test_bodies_in_different_collision_groups_pass_through_each_other():
+    a, b = _thrown_pair({1}, {2})
+    scene = bpy.context.scene
+    for frame in range(1, 14):  # each body on its own: no inverted face
+        scene.frame_set(frame)
+        for obj in (a, b):
+            x, tris = art._world_xz(obj), art._face_triangles(obj)
+            assert (checks.signed_areas(x, tris) > 0).all(), f"frame {frame}: '{obj.name}' inverted"
+    assert art._world_xz(a)[:, 0].mean() > art._world_xz(b)[:, 0].mean() + 0.2  # swapped places
+
+
+def test_bodies_sharing_a_collision_group_collide():
+    a, b = _thrown_pair({0, 3}, {3, 7})
+    art._assert_baked_frames_clean([a, b])
+    assert art._world_xz(a)[:, 0].mean() < art._world_xz(b)[:, 0].mean()
+
+
+def test_a_body_in_no_collision_group_is_refused_naming_it():
+    _scene()
+    a = _square("A", (0.0, 0.0))
+    a.ipc.collision_groups = [False] * 20
+    before = harness.snapshot()
+    a.select_set(True)
+    assert "'A': no Collision Group is on" in harness.bake_error()
+    assert harness.snapshot() == before

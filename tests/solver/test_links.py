@@ -380,3 +380,37 @@ def test_engaged_schedule_round_trips_and_is_validated():
     bad = replace(pins[0], engaged=np.array([True]))
     with pytest.raises(SolverInputError, match="link 'pin0': engaged: expected 2 booleans"):
         Simulation(Scene((body,), links=(bad,)))
+
+
+def test_bodies_collide_again_once_apart_after_their_link_broke():
+    """B overlaps A's end, hinged there by a breakable link that does not
+    collide; a soft pin to a moving point drags B to the right: the link
+    breaks, B leaves A; the point comes back: B must now collide with A, not
+    pass through it."""
+    a = rectangle("a", (-0.3, -0.05), (0.05, 0.05), 4, 1)
+    b = rectangle("b", (-0.05, -0.05), (0.15, 0.05), 2, 1)
+    hold = Link("hold", "weld", anchor_at(a, (-0.2, 0.0)), LinkAnchor(position=(-0.2, 0.0)))
+    hinge = Link("hinge", "pin", anchor_at(a, (0.0, 0.0)), anchor_at(b, (0.0, 0.0)), break_force=100.0)
+    track = LinkAnchor(
+        times=np.array([0.0, 0.3, 0.6]), positions=np.array([[0.05, 0.0], [0.45, 0.0], [0.05, 0.0]])
+    )
+    back = Link("drag", "pin", anchor_at(b, (0.05, 0.0)), track, stiffness=900.0)
+    scene = Scene((a, b), params=SimParams(gravity=(0.0, 0.0)), links=(hold, hinge, back))
+    sim = Simulation(scene)
+    assert not sim.model.owner_contact[0, 1]
+    gaps, rejoined_at = [], None
+    for _ in range(100):
+        sim.step()
+        gap = sim.body_positions(1)[:, 0].min() - sim.body_positions(0)[:, 0].max()
+        if rejoined_at is None and sim.model.owner_contact[0, 1]:
+            rejoined_at = len(gaps)
+        gaps.append(gap)
+    assert not sim.link_active[1]  # the hinge broke
+    assert rejoined_at is not None and gaps[rejoined_at] > 0.0  # contact back on once apart
+    after = np.array(gaps[rejoined_at:])
+    assert after.min() > 0.0  # ... and B never crossed into A again
+    assert after.min() < 0.01  # though the spring brought it back against A
+    # a restored simulation makes the same choice (state-based rule)
+    cp = sim.checkpoint()
+    again = Simulation.from_checkpoint(scene, type(cp).from_text(cp.to_text()))
+    assert again.model.owner_contact[0, 1]
