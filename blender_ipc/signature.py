@@ -8,6 +8,7 @@ import hashlib
 import bpy
 import numpy as np
 
+from . import link_sig
 from .common import fcurves_of, frame_range, local_coords, matrix_of
 from .reading import has_handoff, is_obstacle_body, obstacles
 
@@ -193,7 +194,7 @@ def _object_text(obj) -> str:
     return (
         f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}{s.friction}{s.pin_group}"
         f"{tuple(s.initial_velocity)}{s.initial_angular_velocity}"
-    )
+    ) + link_sig.later_object_text(obj)
 
 
 def _digest(fill) -> str:
@@ -230,6 +231,10 @@ def signature_parts(scene, bodies, colliders) -> dict[str, str]:
                 lambda h, o=obj: _deformation_signature(o, h)
             )
         parts[f"the animation of {name}"] = _digest(lambda h, o=obj: _motion_signature(o, h))
+    for empty in link_sig.link_empties_of(scene, bodies):
+        parts[f"link '{empty.name}'"] = _digest(
+            lambda h, e=empty: (h.update(link_sig.link_text(e).encode()), _motion_signature(e, h))
+        )
     return parts
 
 

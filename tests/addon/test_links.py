@@ -253,3 +253,79 @@ def test_a_body_in_no_collision_group_is_refused_naming_it():
     a.select_set(True)
     assert "'A': no Collision Group is on" in harness.bake_error()
     assert harness.snapshot() == before
+
+
+def _refused(*objs):
+    """Bake objs expecting a refusal; the scene must be as it was. Returns the message."""
+    bpy.context.view_layer.update()
+    for o in bpy.context.view_layer.objects:
+        o.select_set(o in objs)
+    before = harness.snapshot()
+    err = harness.bake_error()
+    assert harness.snapshot() == before
+    return err
+
+
+def test_bad_links_are_refused_naming_the_empty_and_the_object():
+    _scene()
+    a = _square("A", (0.0, 0.0))
+    b = _square("B", (0.5, 0.0))
+    empty = _empty("Hinge", (0.3, 0.0, 0.0), "PIN", a)  # between the two: outside A
+    assert "IPC link 'Hinge': its location (the pivot) is outside 'A'" in _refused(a)
+    empty.location.x = 0.0
+    empty.ipc_link.object2 = b  # the pivot is not on B
+    assert "IPC link 'Hinge': its location (the pivot) is outside 'B'" in _refused(a, b)
+    b.ipc.role = "COLLIDER"
+    assert "IPC link 'Hinge': Object 2 'B' is not a deformable body" in _refused(a)
+    b.ipc.role = "BODY"
+    assert "IPC link 'Hinge': Object 2 'B' is not baked with the other bodies" in _refused(a)
+    bpy.data.objects.remove(a)
+    assert "IPC link 'Hinge': Object 1 is not set (or its object was deleted)" in _refused(b)
+
+
+def test_a_changed_link_marks_the_bake_outdated_and_continue_names_it():
+    _scene(n_frames=7)
+    a = _square("A", (0.0, 0.0))
+    empty = _empty("Rope", (0.0, 0.0, 0.3), "ROPE", a)
+    _bake(a)
+    signature = harness.sub("signature")
+    assert not signature.is_outdated(bpy.context, a)
+    empty.ipc_link.use_length, empty.ipc_link.length = True, 0.5
+    assert signature.is_outdated(bpy.context, a)
+    bpy.context.scene.frame_end = 9
+    a.select_set(True)
+    err = harness.bake_error("continue_bake")
+    assert "inputs changed since it was baked: link 'Rope'" in err, err
+    empty.ipc_link.use_length = False
+    a.ipc.collision_groups[4] = True
+    assert "inputs changed since it was baked: body 'A'" in harness.bake_error("continue_bake")
+
+
+def test_continuing_a_bake_with_links_gives_the_bits_of_one_bake():
+    """A breakable rope and a released pin: bake to frame 7 and continue to 13, against one
+    bake to 13."""
+
+    def build():
+        _scene(n_frames=7)
+        body = _pinned_plate()
+        for frame, on in ((1, True), (4, False)):
+            body.ipc.pin_engaged = on
+            body.keyframe_insert("ipc.pin_engaged", frame=frame)
+        rope = _empty("Rope", (0.0, 0.0, 0.1), "ROPE", body)
+        rope.ipc_link.use_length, rope.ipc_link.length = True, 0.15
+        rope.ipc_link.breakable, rope.ipc_link.break_threshold = True, 50.0
+        return body
+
+    body = build()
+    _bake(body)
+    bpy.context.scene.frame_end = 13
+    assert "FINISHED" in bpy.ops.ipc.continue_bake()
+    continued = [kb.data[0].co.copy() for kb in body.data.shape_keys.key_blocks]
+    harness.teardown()
+    harness.setup()
+    body = build()
+    bpy.context.scene.frame_end = 13
+    _bake(body)
+    once = [kb.data[0].co.copy() for kb in body.data.shape_keys.key_blocks]
+    assert len(once) == len(continued) == 13
+    assert all(tuple(p) == tuple(q) for p, q in zip(once, continued, strict=True))
