@@ -2,8 +2,9 @@
 mesh as solver arrays, the solver scene built from bodies, colliders and settings, and solver
 messages in Blender's words.
 
-A deformable body is its mesh at the start frame in world space (the add-on refuses modifiers
-and foreign shape keys, so the mesh data + evaluated world matrix *is* the evaluated mesh),
+A deformable body is its mesh at the start frame in world space (the add-on refuses foreign
+shape keys and modifiers that move vertices in the plane, see ``modifier_policy``; those it
+keeps, Subdivision Surface and the like, apply on top of the bake: the base mesh is simulated),
 triangulated through ``loop_triangles`` (n-gons included) and projected to the plane.
 """
 
@@ -29,6 +30,7 @@ from .common import (
     sim_dt,
     transform,
 )
+from .modifier_policy import refused_modifier
 from .pc2 import cache_modifier
 from .solver import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
 from .solver.geometry import cross, orientation, point_segment_distance, points_in_triangles, signed_areas
@@ -151,14 +153,9 @@ def check_bakeable(context, bodies, colliders):
                 f"{obj.data.users} objects; make it single-user before baking"
             )
         # (the add-on's own Mesh Cache modifier plays a bake stored as PC2; a new bake replaces it)
-        mods = [
-            m.name for m in obj.modifiers if (m.show_viewport or m.show_render) and m != cache_modifier(obj)
-        ]
-        if mods:
-            raise IPCError(
-                f"'{obj.name}': modifier '{mods[0]}' would be applied on top of the "
-                "baked shape keys; apply or disable it before baking"
-            )
+        refused = refused_modifier(obj, skip=cache_modifier(obj))
+        if refused:
+            raise IPCError(refused)
         key = obj.data.shape_keys
         if key and not is_our_bake(obj):
             names = ", ".join(kb.name for kb in key.key_blocks[:3])

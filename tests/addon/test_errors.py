@@ -100,10 +100,10 @@ def test_users_own_shape_keys_are_never_overwritten():
     assert [kb.name for kb in top.data.shape_keys.key_blocks] == ["Basis", "Smile"]
 
 
-def test_topology_or_deforming_modifier():
+def test_deforming_modifier():
     top, _, _ = _scene()
-    top.modifiers.new("Subdiv", "SUBSURF")
-    _assert_refused(["IPC_Square_Top", "Subdiv"])
+    top.modifiers.new("Bend", "SIMPLE_DEFORM")
+    _assert_refused(["IPC_Square_Top", "modifier 'Bend' (Simple Deform)", "changes the body's shape"])
 
 
 def test_shared_mesh():

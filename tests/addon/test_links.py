@@ -329,3 +329,24 @@ def test_continuing_a_bake_with_links_gives_the_bits_of_one_bake():
     once = [kb.data[0].co.copy() for kb in body.data.shape_keys.key_blocks]
     assert len(once) == len(continued) == 13
     assert all(tuple(p) == tuple(q) for p, q in zip(once, continued, strict=True))
+
+
+def test_render_modifiers_stay_on_top_of_the_bake():
+    """Subdivision Surface, Solidify and Bevel added for rendering: baked (the base mesh is
+    simulated), kept, and applied on top of the baked shape keys."""
+    _scene(n_frames=7, ground=True)
+    body = _square("Plate", (0.0, 0.3))
+    for name, kind in (("Subdiv", "SUBSURF"), ("Thick", "SOLIDIFY"), ("Round", "BEVEL")):
+        body.modifiers.new(name, kind)
+    _bake(body)
+    assert [m.name for m in body.modifiers] == ["Subdiv", "Thick", "Round"]
+    keys = body.data.shape_keys.key_blocks
+    assert len(keys) == 7
+    scene = bpy.context.scene
+    scene.frame_set(7)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    drawn = harness.local_coords(body.evaluated_get(depsgraph).data)
+    assert len(drawn) > len(body.data.vertices)  # the modifiers apply ...
+    fell = harness.local_coords(body.data).mean(axis=0)[2] - drawn.mean(axis=0)[2]
+    baked_fall = float(np.mean([v.co.z for v in keys[0].data]) - np.mean([v.co.z for v in keys[-1].data]))
+    assert baked_fall > 0.01 and abs(fell - baked_fall) < 0.2 * baked_fall  # ... on the baked fall
