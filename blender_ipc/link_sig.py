@@ -22,13 +22,16 @@ _LINK_FIELDS = (
 
 
 def later_object_text(obj) -> str:
-    """The object's collision groups and pin settings as text, '' at their defaults (a keyed
+    """The object's collision groups, static friction and pin settings as text, '' at their
+    defaults (a keyed
     Engaged by its F-curve, in the object's animation, not by its value at the current frame)."""
     s = obj.ipc
     text = ""
     groups = tuple(getattr(s, "collision_groups", _DEFAULT_GROUPS))
     if groups != _DEFAULT_GROUPS:
         text += f"groups{[i for i, on in enumerate(groups) if on]}"
+    if getattr(s, "use_static_friction", False):
+        text += f"static_friction={s.static_friction};"
     keyed = {fc.data_path for fc in fcurves_of(obj)}
     for name, default in _PIN_DEFAULTS.items():
         if f"ipc.{name}" in keyed:

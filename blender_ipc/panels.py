@@ -26,7 +26,13 @@ def draw_object(layout, context, obj):
         col.prop(s, "youngs_modulus")
         col.prop(s, "poisson_ratio")
         col.prop(s, "density")
-    col.prop(s, "friction")
+    col.prop(s, "friction", text="Kinetic Friction" if s.role == "BODY" else "Friction")
+    if s.role == "BODY":
+        row = col.row(align=True)
+        row.prop(s, "use_static_friction", text="")
+        sub = row.row(align=True)
+        sub.active = s.use_static_friction
+        sub.prop(s, "static_friction")
     if s.role == "BODY" and obj.type == "MESH":
         col = layout.column(align=True)
         col.prop(s, "initial_velocity")
@@ -76,6 +82,20 @@ def draw_scene(layout, context):
         col.prop(s, "gravity")
     col.prop(s, "dhat_mode")
     col.prop(s, "dhat_relative" if s.dhat_mode == "RELATIVE" else "dhat")
+    col.prop(s, "use_ground")
+    if s.use_ground:
+        row = col.row(align=True)
+        row.prop(s, "ground_height")
+        row.prop(s, "ground_friction")
+    col.prop(s, "keep_partial")
+    col.prop(s, "state_every")
+
+
+def draw_advanced(layout, context):
+    """Solver internals, in the collapsed Advanced sub-panel: barrier stiffness, formulation,
+    friction slip speed and mollifier, tolerances, iterations."""
+    s = context.scene.ipc
+    col = layout.column()
     col.prop(s, "kappa_auto")
     if not s.kappa_auto:
         col.prop(s, "kappa")
@@ -85,13 +105,6 @@ def draw_scene(layout, context):
     col.prop(s, "newton_tol")
     col.prop(s, "force_tol")
     col.prop(s, "max_newton_iters")
-    col.prop(s, "use_ground")
-    if s.use_ground:
-        row = col.row(align=True)
-        row.prop(s, "ground_height")
-        row.prop(s, "ground_friction")
-    col.prop(s, "keep_partial")
-    col.prop(s, "state_every")
 
 
 def draw_bake(layout, context):
@@ -191,6 +204,18 @@ class IPC_PT_physics_scene(bpy.types.Panel):
         draw_scene(self.layout, context)
 
 
+class IPC_PT_physics_advanced(bpy.types.Panel):
+    bl_label = "Advanced"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+    bl_parent_id = "IPC_PT_physics_scene"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        draw_advanced(self.layout, context)
+
+
 class IPC_PT_sidebar(bpy.types.Panel):
     bl_label = "IPC 2D Simulation"
     bl_space_type = "VIEW_3D"
@@ -216,4 +241,23 @@ class IPC_PT_sidebar_scene(bpy.types.Panel):
         draw_scene(self.layout, context)
 
 
-CLASSES = (IPC_PT_physics, IPC_PT_physics_scene, IPC_PT_sidebar, IPC_PT_sidebar_scene)
+class IPC_PT_sidebar_advanced(bpy.types.Panel):
+    bl_label = "Advanced"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "IPC"
+    bl_parent_id = "IPC_PT_sidebar_scene"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        draw_advanced(self.layout, context)
+
+
+CLASSES = (
+    IPC_PT_physics,
+    IPC_PT_physics_scene,
+    IPC_PT_physics_advanced,
+    IPC_PT_sidebar,
+    IPC_PT_sidebar_scene,
+    IPC_PT_sidebar_advanced,
+)

@@ -125,6 +125,20 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
         soft_max=2.0,
         update=_value_update,
     )
+    use_static_friction: BoolProperty(
+        name="Use Static Friction",
+        description="A static friction coefficient of its own while contacts stick (off: the "
+        "kinetic Friction holds them too)",
+        default=False,
+    )
+    static_friction: FloatProperty(
+        name="Static Friction",
+        description="Coulomb coefficient while contacts stick (slip slower than Friction \u03b5v); "
+        "at least the kinetic Friction",
+        default=0.6,
+        min=0.0,
+        soft_max=2.0,
+    )
     initial_velocity: FloatVectorProperty(
         name="Initial Velocity",
         description="Velocity of the body at the start frame, in the simulation plane "

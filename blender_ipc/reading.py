@@ -305,7 +305,10 @@ def attach_to_nearest_triangle(points: np.ndarray, x: np.ndarray, tris: np.ndarr
 
 def material_of(obj) -> Material:
     s = obj.ipc
-    return Material(E=s.youngs_modulus, nu=s.poisson_ratio, density=s.density, mu=s.friction)
+    static = s.static_friction if getattr(s, "use_static_friction", False) and s.role == "BODY" else None
+    return Material(
+        E=s.youngs_modulus, nu=s.poisson_ratio, density=s.density, mu=s.friction, mu_static=static
+    )
 
 
 def _gravity(scene) -> tuple[float, float]:
@@ -437,6 +440,7 @@ _PANEL_FIELDS = {
     "material.nu": "Poisson Ratio",
     "material.density": "Density",
     "material.mu": "Friction",
+    "material.mu_static": "Static Friction",
 }
 
 

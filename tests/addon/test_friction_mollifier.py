@@ -69,7 +69,7 @@ def test_the_scene_panel_shows_it_next_to_the_friction_speed():
         def label(self, *args, **kwargs):
             pass
 
-    harness.sub("panels").draw_scene(Layout(), bpy.context)
+    harness.sub("panels").draw_advanced(Layout(), bpy.context)
     i = drawn.index("eps_v")
     assert drawn[i + 1] == "friction_mollifier", drawn
 

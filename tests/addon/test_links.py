@@ -350,3 +350,42 @@ def test_render_modifiers_stay_on_top_of_the_bake():
     fell = harness.local_coords(body.data).mean(axis=0)[2] - drawn.mean(axis=0)[2]
     baked_fall = float(np.mean([v.co.z for v in keys[0].data]) - np.mean([v.co.z for v in keys[-1].data]))
     assert baked_fall > 0.01 and abs(fell - baked_fall) < 0.2 * baked_fall  # ... on the baked fall
+
+
+def test_panels_draw_links_pins_groups_and_the_advanced_settings():
+    import test_ui
+
+    a = _square("A", (0.0, 0.0))
+    a.vertex_groups.new(name="Top")
+    a.ipc.pin_group, a.ipc.pin_strength = "Top", "PULL"
+    empty = _empty("Spring", (0.0, 0.0, 0.0), "SPRING", a)
+    log = []
+    layout = test_ui._Layout(log)
+    harness.sub("panels").draw_object(layout, bpy.context, a)
+    harness.sub("link_ui").draw_link(layout, empty)
+    for name in ("collision_groups", "pin_strength", "pin_stiffness", "pin_engaged", "static_friction"):
+        assert ("prop", name) in log, name
+    for name in ("object1", "object2", "stiffness", "damping", "length", "breakable", "collide"):
+        assert ("prop", name) in log, name
+    log.clear()
+    panels = harness.sub("panels")
+    panels.draw_scene(layout, bpy.context)
+    everyday = {name for kind, name in log if kind == "prop"}
+    log.clear()
+    panels.draw_advanced(layout, bpy.context)
+    advanced = {name for kind, name in log if kind == "prop"}
+    assert {"formulation", "eps_v", "newton_tol", "force_tol", "max_newton_iters", "kappa_auto"} <= advanced
+    assert not advanced & everyday and {"substeps", "plane"} <= everyday
+    assert panels.IPC_PT_physics_advanced.bl_options == {"DEFAULT_CLOSED"}
+
+
+def test_static_and_kinetic_friction_reach_the_solver():
+    _scene()
+    a = _square("A", (0.0, 0.3))
+    a.ipc.friction, a.ipc.use_static_friction, a.ipc.static_friction = 0.3, True, 0.5
+    a.select_set(True)
+    job = harness.sub("adapter").BakeJob(bpy.context, "SELECTED")
+    material = job.solver_scene.bodies[0].material
+    assert abs(material.mu - 0.3) < 1e-6 and abs(material.mu_static - 0.5) < 1e-6
+    a.ipc.static_friction = 0.1  # below the kinetic: refused in the panel's words
+    assert "'A': Static Friction" in _refused(a)
