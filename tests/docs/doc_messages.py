@@ -36,6 +36,9 @@ MESSAGE_FUNCTIONS = {
     ("colliders.py", "lag_warning"),
     ("reading.py", "body_type_problem"),
     ("reading.py", "role_problem"),
+    ("links.py", "link_problem"),
+    ("links.py", "pin_problem"),
+    ("modifier_policy.py", "refused_modifier"),
 }
 MIN_KEY = 12
 _TRIM = " \t'\":;,.()-"
