@@ -45,7 +45,13 @@ a rigid joint.
 Breaking: after each step the force of every breakable link (the sum of
 the magnitudes of its springs' forces, elastic and damping: a pin's or a
 spring's tension) is compared with its break_force; above it, the link is
-removed from then on (StepStats.broken_links names it).
+removed from then on (StepStats.broken_links names it).  Bodies kept apart
+only by non-colliding links that broke collide again once they are apart
+(:func:`rejoin_separated`).
+
+Engaged schedules (Link.engaged_times / engaged): a link counts in a step
+when it is engaged at the step's start; released it exerts nothing and
+cannot break, engaged again it pulls its anchors back (pins that let go).
 """
 
 from __future__ import annotations
