@@ -389,3 +389,26 @@ def test_static_and_kinetic_friction_reach_the_solver():
     assert abs(material.mu - 0.3) < 1e-6 and abs(material.mu_static - 0.5) < 1e-6
     a.ipc.static_friction = 0.1  # below the kinetic: refused in the panel's words
     assert "'A': Static Friction" in _refused(a)
+
+
+def test_a_breakable_link_lets_go_above_its_threshold_only():
+    """A plate (20 kg: 196 N) hung from a Pin at its top: a 50 N threshold breaks at once and
+    the plate falls freely; a 1000 N one holds."""
+    falls = {}
+    for threshold in (50.0, 1000.0):
+        harness.teardown()
+        harness.setup()
+        _scene()
+        body = _square("Plate", (0.0, 0.0))
+        hinge = _empty("Hinge", (0.0, 0.0, 0.09), "PIN", body)
+        hinge.ipc_link.breakable, hinge.ipc_link.break_threshold = True, threshold
+        _bake(body)
+        art._assert_baked_frames_clean([body])
+        scene = bpy.context.scene
+        scene.frame_set(1)
+        start = _centre_z(body)
+        scene.frame_set(13)
+        falls[threshold] = start - _centre_z(body)
+    t = 12 / bpy.context.scene.render.fps
+    assert abs(falls[50.0] - 0.5 * 9.81 * t * t) < 0.05 * 0.5 * 9.81 * t * t
+    assert falls[1000.0] < 0.01 * SIDE
