@@ -28,7 +28,7 @@ bl_info = {
 
 import bpy  # noqa: E402
 
-from . import adapter, examples, exports_ops, operators, panels, properties, wedge_ops  # noqa: E402
+from . import adapter, examples, exports_ops, link_ui, operators, panels, properties, wedge_ops  # noqa: E402
 
 # `adapter` and `examples` are imported for scripts (addon.examples.build_compressing_squares).
 __all__ = ["adapter", "bake_cli", "bl_info", "examples", "register", "unregister"]
@@ -37,6 +37,7 @@ __all__ = ["adapter", "bake_cli", "bl_info", "examples", "register", "unregister
 CLASSES = (
     properties.CLASSES
     + operators.CLASSES
+    + link_ui.CLASSES
     + exports_ops.OPERATORS
     + wedge_ops.OPERATORS
     + panels.CLASSES
@@ -48,12 +49,14 @@ def register():
     for cls in CLASSES:
         bpy.utils.register_class(cls)
     properties.attach()
+    link_ui.attach()
     operators.add_handlers()
 
 
 def unregister():
     operators.remove_handlers()
     operators.RunningBake.cancel()
+    link_ui.detach()
     properties.detach()
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import bake_files, blas_threads, messages
+from . import bake_files, blas_threads, links, messages
 from .animated import at_start, read_animation
 from .bake_files import exports_holding
 from .colliders import (
@@ -162,7 +162,8 @@ class BakeJob:
             depsgraph = context.evaluated_depsgraph_get()
             bodies = [read_body(o, plane) for o in self.body_objs]
             colliders = [read_collider(o, depsgraph, plane) for o in self.collider_objs]
-            objs = self.body_objs + self.collider_objs
+            empties = links.linked(links.link_empties(context.view_layer.objects), self.body_objs)
+            objs = self.body_objs + self.collider_objs + empties  # link Empties sampled last
             # Obstacle bodies move with their bake, deforming colliders with their evaluated
             # mesh: both sampled per substep; rigid colliders by their matrix only.
             n_bodies = len(self.body_objs)
@@ -197,6 +198,9 @@ class BakeJob:
             solver_scene = dataclasses.replace(solver_scene, fields=force_fields)
         if animation is not None:  # keyed settings, painted stiffness (blender_ipc/animated.py)
             solver_scene = dataclasses.replace(solver_scene, animation=animation)
+        fps = scene.render.fps / scene.render.fps_base
+        samples = links.Samples(mats, times, plane, self.frame_start, fps)
+        solver_scene = links.compose(solver_scene, self.body_objs, self.collider_objs, empties, samples)
         frame_mats = mats[: n_steps + 1 : self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 

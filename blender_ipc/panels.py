@@ -4,7 +4,7 @@ import textwrap
 
 import bpy
 
-from . import adapter, remesh
+from . import adapter, link_ui, remesh
 from .operators import RunningBake, _progress_text
 
 
@@ -23,6 +23,7 @@ def draw_object(layout, context, obj):
         col.prop(s, "friction")
     if s.role == "BODY" and obj.type == "MESH":
         draw_body_mesh(layout, context, obj)
+    link_ui.draw_groups(layout, obj)
     if s.is_baked:
         box = layout.box()
         box.label(text=bake_range_text(s), icon="CHECKMARK")
@@ -61,6 +62,7 @@ def draw_body_mesh(layout, context, obj):
     col.prop(s, "initial_velocity")
     col.prop(s, "initial_angular_velocity")
     layout.prop_search(s, "pin_group", obj, "vertex_groups")
+    link_ui.draw_pins(layout, obj)
     layout.prop_search(s, "stiffness_group", obj, "vertex_groups")
     if s.stiffness_group:
         row = layout.row(align=True)

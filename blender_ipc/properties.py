@@ -6,6 +6,7 @@ Only data definitions live here; reading them into solver arrays is the adapter'
 import bpy
 from bpy.props import (
     BoolProperty,
+    BoolVectorProperty,
     CollectionProperty,
     EnumProperty,
     FloatProperty,
@@ -179,6 +180,40 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
         default=1.0,
         min=1e-3,
         soft_max=10.0,
+    )
+    collision_groups: BoolVectorProperty(
+        name="Collision Groups",
+        description="The groups it is in (as Rigid Body Collision Collections): it collides with "
+        "the bodies and colliders sharing one of them",
+        size=20,
+        subtype="LAYER_MEMBER",
+        default=(True,) + (False,) * 19,
+    )
+    pin_strength: EnumProperty(
+        name="Pin Strength",
+        description="How the Pinned Group follows the object's animation",
+        default="HARD",
+        items=[
+            ("HARD", "Hard", "The pinned vertices follow the animation exactly"),
+            (
+                "PULL",
+                "Pull",
+                "The pinned vertices are pulled towards the animation by a spring (as Soft Body's goal)",
+            ),
+        ],
+    )
+    pin_stiffness: FloatProperty(
+        name="Pull Stiffness",
+        description="Stiffness of the spring pulling each pinned vertex to its animated place [N/m]",
+        default=1000.0,
+        min=0.0,
+        soft_max=1e6,
+    )
+    pin_engaged: BoolProperty(
+        name="Engaged",
+        description="The pins hold (keyframe it: released at a frame the vertices go free; "
+        "engaged again they are pulled back)",
+        default=True,
     )
     # Bake record (written by the bake, read by the panel and Delete Bake).
     is_baked: BoolProperty(default=False, options={"HIDDEN"}, description="The object holds an IPC bake")

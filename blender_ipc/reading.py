@@ -451,6 +451,7 @@ _PANEL_FIELDS = {
     "material.nu": "Poisson Ratio",
     "material.density": "Density",
     "material.mu": "Friction",
+    "material.mu_static": "Static Friction",
 }
 
 

@@ -8,6 +8,7 @@ import hashlib
 import bpy
 import numpy as np
 
+from . import link_sig
 from .animated import keyed_paths
 from .common import fcurves_of, frame_range, local_coords, matrix_of
 from .fields import field_objects, fields_text
@@ -215,9 +216,7 @@ def _object_text(obj) -> str:
     text += f"{tuple(s.initial_velocity)}{s.initial_angular_velocity}"
     if s.stiffness_group:  # only then: bakes made before painted stiffness stay current
         text += f"{s.stiffness_group}{s.stiffness_min}{s.stiffness_max}"
-    if s.use_static_friction:  # likewise
-        text += f"static{s.static_friction}"
-    return text
+    return text + link_sig.later_object_text(obj)  # '' at the defaults
 
 
 def _digest(fill) -> str:
@@ -258,6 +257,10 @@ def signature_parts(scene, bodies, colliders) -> dict[str, str]:
                 lambda h, o=obj: _deformation_signature(o, h)
             )
         parts[f"the animation of {name}"] = _digest(lambda h, o=obj: _motion_signature(o, h))
+    for empty in link_sig.link_empties_of(scene, bodies):
+        parts[f"link '{empty.name}'"] = _digest(
+            lambda h, e=empty: (h.update(link_sig.link_text(e).encode()), _motion_signature(e, h))
+        )
     return parts
 
 

@@ -45,12 +45,18 @@ a rigid joint.
 Breaking: after each step the force of every breakable link (the sum of
 the magnitudes of its springs' forces, elastic and damping: a pin's or a
 spring's tension) is compared with its break_force; above it, the link is
-removed from then on (StepStats.broken_links names it).
+removed from then on (StepStats.broken_links names it).  Bodies kept apart
+only by non-colliding links that broke collide again once they are apart
+(:func:`rejoin_separated`).
+
+Engaged schedules (Link.engaged_times / engaged): a link counts in a step
+when it is engaged at the step's start; released it exerts nothing and
+cannot break, engaged again it pulls its anchors back (pins that let go).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -100,7 +106,9 @@ class LinkSet:
     stencils and coef (S, 6) their weights; times (T,) and offset (T, S, 2)
     the world anchors' part r(t) of each spring vector, sampled; kind,
     length, stiffness, damping (S,); break_force (n_links,) (inf: unbreakable);
-    excluded (k, 2) owner pairs that do not collide because a link joins them.
+    excluded (k, 2) owner pairs that do not collide because a link joins them;
+    engaged_times (K,) and engaged (K, n_links) each link's engaged schedule
+    (held from each sample to the next; one all-true row without schedules).
     """
 
     names: tuple[str, ...]
@@ -115,9 +123,20 @@ class LinkSet:
     damping: np.ndarray
     break_force: np.ndarray
     excluded: np.ndarray
+    engaged_times: np.ndarray = field(default_factory=lambda: np.zeros(1))
+    engaged: np.ndarray | None = None
 
     def __len__(self):
         return len(self.names)
+
+    def engaged_at(self, t):
+        """(n_links,) bool: which links are engaged at time t (a sample a hair after t, by
+        the rounding of summed time steps, counts as reached)."""
+        if self.engaged is None:
+            return np.ones(len(self.names), bool)
+        t = t + 1e-9 * max(1.0, abs(t))
+        i = max(int(np.searchsorted(self.engaged_times, t, side="right")) - 1, 0)
+        return self.engaged[i]
 
     def world_offset(self, t):
         """r(t) (S, 2): the world anchors' part of the spring vectors at time t
@@ -215,7 +234,24 @@ def build_links(scene, meshes, body_slices, dt, mass):
             [np.inf if link.break_force is None else float(link.break_force) for link in scene.links]
         ),
         excluded=np.array(excluded, np.intp).reshape(-1, 2),
+        **_engaged_schedule(scene.links),
     )
+
+
+def _engaged_schedule(scene_links):
+    """{engaged_times (K,), engaged (K, n_links)} of the links' engaged schedules (the union
+    of their sample times), or {} when every link is always engaged."""
+    timed = [k for k in scene_links if k.engaged_times is not None]
+    if not timed:
+        return {}
+    times = np.unique(np.concatenate([np.asarray(k.engaged_times, float) for k in timed]))
+    table = np.ones((len(times), len(scene_links)), bool)
+    for j, link in enumerate(scene_links):  # once per scene
+        if link.engaged_times is not None:
+            own = np.asarray(link.engaged_times, float)
+            i = np.maximum(np.searchsorted(own, times, side="right") - 1, 0)
+            table[:, j] = np.asarray(link.engaged, bool)[i]
+    return {"engaged_times": times, "engaged": table}
 
 
 def _weld_points(a, b, meshes, body_slices):
@@ -270,10 +306,11 @@ class LinkStep:
 
 def step_springs(links, active, x_prev, t_prev, t_next):
     """The :class:`LinkStep` of the springs of the active links (active:
-    (n_links,) bool), or None when there are none."""
+    (n_links,) bool: not broken) engaged at the step's start t_prev (released
+    at t_r, the body moves freely from t_r on), or None when there are none."""
     if links is None:
         return None
-    on = np.flatnonzero(active[links.link])
+    on = np.flatnonzero((active & links.engaged_at(t_prev))[links.link])
     if not len(on):
         return None
     return LinkStep(
@@ -453,3 +490,68 @@ def link_forces(ls, x, n_links):
     d = ls.vectors(x)
     f = spring_force(ls, d) + (ls.damping * damping_rate(ls, d))[:, None] * damping_direction(ls)
     return np.bincount(ls.link, weights=np.hypot(f[:, 0], f[:, 1]), minlength=n_links)
+
+
+# --------------------------------------------------------------------------- after a break
+
+
+def rejoin_candidates(scene, link_active, owner_contact):
+    """(i, j) body pairs kept apart only by broken links that did not collide:
+    they share a collision group, no holding link excludes them, and contact
+    between them is still off (owner_contact).  Few: one per broken link."""
+    if owner_contact is None or not len(link_active) or link_active.all():
+        return []
+    index = {b.name: i for i, b in enumerate(scene.bodies)}
+    groups = [set(b.collision_groups) for b in scene.bodies]
+
+    def pair(link):
+        a, b = index.get(link.a.body), index.get(link.b.body)
+        if link.collide or a is None or b is None or a == b:
+            return None
+        return (min(a, b), max(a, b))
+
+    held = {pair(k) for k, on in zip(scene.links, link_active, strict=True) if on}
+    broken = {pair(k) for k, on in zip(scene.links, link_active, strict=True) if not on}
+    return sorted(
+        p
+        for p in broken - held
+        if p is not None and groups[p[0]] & groups[p[1]] and not owner_contact[p[0], p[1]]
+    )
+
+
+def separated(model, x, i, j):
+    """Whether bodies i and j (owners) are apart: no boundary edges crossing,
+    neither inside the other, every boundary vertex at a positive distance
+    from the other's boundary.  Then contact between them can be switched on
+    (the barrier needs a positive distance to start from)."""
+    from .geometry import point_segment_distance, points_in_triangles, segments_intersect
+
+    owner, edges, tris = model.owner, model.edges, model.elements.tris
+    e_i, e_j = edges[owner[edges[:, 0]] == i], edges[owner[edges[:, 0]] == j]
+    t_i, t_j = tris[owner[tris[:, 0]] == i], tris[owner[tris[:, 0]] == j]
+    p, q = x[e_i[:, 0]][:, None], x[e_i[:, 1]][:, None]
+    a, b = x[e_j[:, 0]][None], x[e_j[:, 1]][None]
+    if segments_intersect(p, q, a, b).any():
+        return False
+    for pts, (e, t) in ((x[e_i[:, 0]], (e_j, t_j)), (x[e_j[:, 0]], (e_i, t_i))):
+        inside = points_in_triangles(pts[:, None], x[t[:, 0]][None], x[t[:, 1]][None], x[t[:, 2]][None])
+        if inside.any():
+            return False
+        if not (point_segment_distance(pts[:, None], x[e[:, 0]][None], x[e[:, 1]][None]) > 0).all():
+            return False
+    return True
+
+
+def rejoin_separated(scene, model, link_active, x):
+    """Switch contact back on (in place) between the bodies whose non-colliding
+    links all broke, once they are apart (:func:`separated`); returns whether
+    anything changed.  The rule depends on the state only, so a simulation
+    restored from a checkpoint makes the same choices."""
+    changed = False
+    for i, j in rejoin_candidates(scene, link_active, model.owner_contact):
+        if separated(model, x, i, j):
+            model.owner_contact[i, j] = model.owner_contact[j, i] = True
+            changed = True
+    if changed:
+        model.__dict__.pop("pair_eligible", None)  # the dense broad phase's cached mask
+    return changed

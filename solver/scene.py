@@ -151,6 +151,11 @@ class Link:
     break_force: [N] the link is removed after the first step ending with its
     force above it; None: unbreakable.
     collide: whether the two linked bodies still collide with each other.
+    engaged_times, engaged: optional (K,) increasing times [s] and (K,) bools:
+    the link holds while the value of the latest sample at or before t is
+    true (before the first sample: the first value); None: always engaged.
+    A released link exerts no force and cannot break; engaged again it pulls
+    its anchors back together (a pin that lets go and grips again).
     """
 
     name: str
@@ -162,6 +167,8 @@ class Link:
     damping: float = 0.0
     break_force: float | None = None
     collide: bool = False
+    engaged_times: np.ndarray | None = None
+    engaged: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -237,6 +237,7 @@ class Simulation:
         """Continue from ``checkpoint`` (taken from a simulation of the same scene; raises
         SolverInputError otherwise)."""
         _checkpoint.restore(self, checkpoint)
+        links.rejoin_separated(self.scene, self.model, self.link_active, self.x)
 
     @classmethod
     def from_checkpoint(cls, scene, checkpoint, *, settings: SolverSettings | None = None):
@@ -257,6 +258,8 @@ class Simulation:
         solved, summary = self._advance(h, self.time + h, 0, tally)
         self.step_index += 1
         broken = self._break_links()
+        # bodies kept apart only by links that broke collide again once apart
+        links.rejoin_separated(self.scene, self.model, self.link_active, self.x)
         return self._step_stats(solved, summary, tally, t_start, broken)
 
     def _break_links(self):
@@ -267,6 +270,8 @@ class Simulation:
             return ()
         x_prev, t_prev = self._link_step_start
         springs = links.step_springs(m.links, self.link_active, x_prev, t_prev, self.time)
+        if springs is None:  # every link released (engaged schedules)
+            return ()
         force = links.link_forces(springs, self.x, len(m.links))
         broken = self.link_active & (force > m.links.break_force)
         self.link_active = self.link_active & ~broken

@@ -480,6 +480,21 @@ def _check_link_numbers(place, link):
         check_number(place, "break_force", link.break_force, lo=0, lo_open=True)
     if not isinstance(link.collide, (bool, np.bool_)):
         place.fail("collide", f"expected true or false, got {_describe(link.collide)}")
+    _check_engaged(place, link)
+
+
+def _check_engaged(place, link):
+    """engaged_times increasing finite, engaged as many booleans (or both None)."""
+    if link.engaged_times is None and link.engaged is None:
+        return
+    if link.engaged_times is None or link.engaged is None:
+        place.fail("engaged", "engaged_times and engaged come together (or neither)")
+    times = np.asarray(link.engaged_times, float).ravel()
+    if not len(times) or not np.all(np.isfinite(times)) or np.any(np.diff(times) <= 0):
+        place.fail("engaged_times", "expected increasing finite times")
+    values = np.asarray(link.engaged).ravel()
+    if values.shape != times.shape or values.dtype != np.bool_:
+        place.fail("engaged", f"expected {len(times)} booleans, one per engaged_times sample")
 
 
 def check_anchor(place, end, anchor, bodies, meshes, world):

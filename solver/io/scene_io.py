@@ -555,7 +555,7 @@ def _groups_to_dict(obj, d):
 
 # --- links -------------------------------------------------------------------
 
-_LINK_OPTIONAL = ("length", "stiffness", "damping", "break_force", "collide")
+_LINK_OPTIONAL = ("length", "stiffness", "damping", "break_force", "collide", "engaged_times", "engaged")
 
 
 def _parse_link(data, path):
@@ -569,6 +569,10 @@ def _parse_link(data, path):
     # numbers and choices as given: validate.check_links checks them (naming the link)
     d = Link(name, data["kind"], a, b)
     values = {k: data[k] for k in _LINK_OPTIONAL if k in data}
+    if "engaged_times" in values:
+        values["engaged_times"] = _times(values["engaged_times"], _join(path, "engaged_times"))
+    if "engaged" in values:
+        values["engaged"] = np.asarray(values["engaged"])
     return replace(d, **values)
 
 
@@ -600,6 +604,9 @@ def _link_to_dict(link):
         d["damping"] = float(link.damping)
     if link.collide:
         d["collide"] = True
+    if link.engaged_times is not None:
+        d["engaged_times"] = _floats(link.engaged_times)
+        d["engaged"] = [bool(v) for v in np.asarray(link.engaged).ravel()]
     return d
 
 

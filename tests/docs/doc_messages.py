@@ -36,6 +36,8 @@ MESSAGE_FUNCTIONS = {
     ("colliders.py", "lag_warning"),
     ("reading.py", "body_type_problem"),
     ("reading.py", "role_problem"),
+    ("links.py", "link_problem"),
+    ("links.py", "pin_problem"),
 }
 MIN_KEY = 12
 _TRIM = " \t'\":;,.()-"
