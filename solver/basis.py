@@ -27,6 +27,10 @@ import numpy as np
 # kappa_A >= RIGIDITY rho L^2 / h^2: the orthogonality energy is this many times
 # stiffer than the body's inertia against straining (see rigid_stiffness)
 RIGIDITY = 1e4
+# Newton balances each rigid body's strain to this (||A^T A - I||_F, see
+# Orthogonality.strain_error): the step test alone would let the predictor's
+# stretch (a rotation extrapolated along its tangent) pile up from step to step
+STRAIN_TOL = 1e-5
 
 
 @dataclass(frozen=True)

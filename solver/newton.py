@@ -56,6 +56,7 @@ import numpy as np
 
 from . import friction_kinks as kinks
 from .assembly import eliminate_fixed
+from .basis import STRAIN_TOL
 from .contacts import ContactSet
 from .linsolve import BandOrdering, NotPositiveDefinite, factorize, solve
 from .profiling import NullTimers
@@ -309,9 +310,15 @@ class Newton:
 
     def _imbalance(self, g, acting, ip, x):
         basis = getattr(ip, "basis", None)
-        if basis is not None:  # a rigid body's vertices balance as a body only (body_imbalance)
-            g = np.where(basis.rigid_dof, 0.0, g)
-        return force_imbalance(g, acting, ip, x, self.g_ref, self.settings.vertex_slack)
+        if basis is None:
+            return force_imbalance(g, acting, ip, x, self.g_ref, self.settings.vertex_slack)
+        # rigid bodies: their vertices balance as a body only (body_imbalance), and
+        # their strain to STRAIN_TOL (counted here in units of force_tol)
+        plain = np.where(basis.rigid_dof, 0.0, g)
+        vertices = vertex_imbalance(plain, acting, ip, self.g_ref) / self.settings.vertex_slack
+        forces = max(vertices, body_imbalance(g, ip, x, self.g_ref))
+        strain = float(ip.rigidity.strain_error(x, g).max()) / STRAIN_TOL * self.params.force_tol
+        return max(forces, strain)
 
     def _balanced(self, ip, x, cs, fixed_dof):
         """Whether the forces at x balance (force_imbalance <= force_tol)."""

@@ -87,6 +87,19 @@ class Orthogonality:
     def gradient_hessian(self, x, cs, T, project, majorize=None):
         self.gradient(x, cs, T)  # the Hessian is added in q (reduced_hessian)
 
+    def strain_error(self, x, g):
+        """(R,) the strain each rigid body is still off its balance by, for the
+        vertex-space gradient g (2N,) at x: the stretching part of its A
+        gradient, sym(A^T dE/dA), over the orthogonality energy's stiffness
+        against stretching near a rotation (8 h^2 kappa_A V per unit of
+        A^T dA, which changes the strain by twice that).  Newton's force test
+        leaves it out: a rigid body's vertices balance only as a body."""
+        A = self.basis.affine(x)
+        G = self.basis.reduce_gradient(g)[self.basis.a_dofs].reshape(-1, 2, 2)
+        M = np.einsum("rki,rkj->rij", A, G)
+        stretch = np.linalg.norm(0.5 * (M + np.swapaxes(M, 1, 2)), axis=(1, 2))
+        return stretch / (4.0 * self.weight * self.coef)
+
     def reduced_hessian(self, x, project):
         """(rows, cols, vals): the weighted Hessian in q, a 4 x 4 block on each
         body's A DOFs, PSD-projected if project."""
