@@ -104,6 +104,19 @@ class Model:
         return _subset(self.rest, el, keep) if keep.any() else None
 
     @cached_property
+    def inversion_tris(self):
+        """The triangles the line search keeps from inverting: all of them
+        without rigid bodies (the same array), else the deformable ones and
+        one per rigid body (an affine map inverts all of a body's at once)."""
+        if self.basis is None:
+            return self.elements.tris
+        tris = self.elements.tris
+        body = self.basis.vertex_body[tris[:, 0]]
+        rigid = np.flatnonzero(body >= 0)
+        first = rigid[np.unique(body[rigid], return_index=True)[1]]
+        return np.concatenate([tris[body < 0], tris[first]])
+
+    @cached_property
     def plane_pairs(self):
         """All (body boundary vertex, plane) combinations: (pts (n,), plane ids (n,))."""
         H = len(self.plane_point)

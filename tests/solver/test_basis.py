@@ -64,6 +64,30 @@ def test_reductions_are_the_transpose_products_of_the_dense_basis():
     np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)
 
 
+def test_reduction_by_sorting_matches_the_table(monkeypatch):
+    """Group pairs are numbered through a table when few, by sorting when many."""
+    import solver.basis
+
+    m = mixed_model()
+    rng = np.random.default_rng(2)
+    rows, cols = rng.integers(0, 2 * m.n, 300), rng.integers(0, 2 * m.n, 300)
+    vals = rng.normal(size=300)
+    table = m.basis.reduce_triplets(rows, cols, vals)
+    monkeypatch.setattr(solver.basis, "DENSE_KEYS", 0)
+    sorted_ = m.basis.reduce_triplets(rows, cols, vals)
+    for a, b in zip(table, sorted_, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_one_triangle_per_rigid_body_guards_inversion():
+    m = mixed_model()
+    n_rigid = np.sum(m.basis.vertex_body[m.inversion_tris[:, 0]] >= 0)
+    assert n_rigid == 1
+    assert len(m.inversion_tris) == len(m.elastic_elements.tris) + 1
+    plain = build_model(contact_scene())
+    assert plain.inversion_tris is plain.elements.tris
+
+
 def test_fixed_collider_dofs_stay_fixed_in_q():
     m = mixed_model()
     fixed = np.repeat(m.is_collider, 2)
