@@ -22,6 +22,7 @@ def draw_object(layout, context, obj):
             box.operator("ipc.make_sim_mesh", icon="MESH_DATA")
     col = layout.column(align=True)
     if s.role == "BODY":
+        col.prop(s, "body_type")
         col.prop(s, "material_preset")
         col.prop(s, "youngs_modulus")
         col.prop(s, "poisson_ratio")

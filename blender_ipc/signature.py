@@ -193,6 +193,8 @@ def _object_text(obj) -> str:
     return (
         f"{obj.name}{s.role}{s.youngs_modulus}{s.poisson_ratio}{s.density}{s.friction}{s.pin_group}"
         f"{tuple(s.initial_velocity)}{s.initial_angular_velocity}"
+        # only when rigid: the signatures of bakes made before body types stay valid
+        + ("RIGID" if s.body_type == "RIGID" else "")
     )
 
 
