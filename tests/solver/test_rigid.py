@@ -196,3 +196,16 @@ def test_links_act_on_rigid_bodies_through_the_basis():
     rigid_x, stiff_x = hinged_box("rigid"), hinged_box("deformable")
     assert rotation_angle(grid_square(SIDE, 2, (0.5 * SIDE, -0.5 * SIDE))[0], rigid_x) < -1.0  # it swung
     assert np.abs(rigid_x - stiff_x).max() < 0.01 * SIDE
+
+
+def test_a_rigid_scene_continues_bit_for_bit_from_a_checkpoint():
+    scene = rigid(pile(4, 2, n_seg=2, n_rings=1, n_boundary=8), which={0, 3})
+    sim = Simulation(scene)
+    for _ in range(15):
+        sim.step()
+    again = Simulation.from_checkpoint(scene, sim.checkpoint())
+    for _ in range(5):
+        sim.step()
+        again.step()
+    np.testing.assert_array_equal(again.x, sim.x)
+    np.testing.assert_array_equal(again.v, sim.v)
