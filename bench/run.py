@@ -77,6 +77,7 @@ SCENES = {
     "R250": SceneSpec("R250", 60, 15, "pile: 250 rigid shapes, 16 columns"),
     "R500": SceneSpec("R500", 60, 15, "pile: 500 rigid shapes, 22 columns"),
     "R1000": SceneSpec("R1000", 60, 15, "pile: 1000 rigid shapes, 32 columns"),
+    "M500": SceneSpec("M500", 60, 15, "pile: 100 deformable + 400 rigid shapes, 22 columns"),
 }
 RIGID_COLUMNS = {"R100": 10, "R250": 16, "R500": 22, "R1000": 32}
 ALIASES = {"S3": ("S3-32", "S3-64"), "R": ("R100", "R250", "R500", "R1000")}
@@ -113,16 +114,21 @@ def build_scene(name):
         return pile(**PILE_ARGS)
     if name == "S4R":
         return _all_rigid(pile(**PILE_ARGS))
+    if name == "M500":  # every fifth shape deformable
+        scene = pile(**{**PILE_ARGS, "n_shapes": 500, "n_columns": 22})
+        return _all_rigid(scene, keep=set(range(0, 500, 5)))
     if name in RIGID_COLUMNS:
         n = int(name[1:])
         return _all_rigid(pile(**{**PILE_ARGS, "n_shapes": n, "n_columns": RIGID_COLUMNS[name]}))
     raise ValueError(f"unknown scene {name!r}; known: {', '.join(SCENES)}")
 
 
-def _all_rigid(scene):
+def _all_rigid(scene, keep=()):
+    """The scene with its bodies rigid, but those whose index is in keep."""
     from dataclasses import replace
 
-    return replace(scene, bodies=tuple(replace(b, kind="rigid") for b in scene.bodies))
+    bodies = tuple(b if i in keep else replace(b, kind="rigid") for i, b in enumerate(scene.bodies))
+    return replace(scene, bodies=bodies)
 
 
 def expand_scenes(names):
