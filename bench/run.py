@@ -70,8 +70,17 @@ SCENES = {
     "S3-32": SceneSpec("S3-32", 100, 20, "compressing squares, n_seg=32"),
     "S3-64": SceneSpec("S3-64", 100, 10, "compressing squares, n_seg=64"),
     "S4": SceneSpec("S4", 200, 15, "pile: 100 squares/discs in a box, ceiling"),
+    # rigid (affine) bodies, issue 34: S4 with every shape rigid, and rigid piles
+    # of 100 to 1000 shapes (columns grow with the count, about as wide as tall)
+    "S4R": SceneSpec("S4R", 200, 15, "S4 with every shape rigid"),
+    "R100": SceneSpec("R100", 60, 15, "pile: 100 rigid shapes, 10 columns"),
+    "R250": SceneSpec("R250", 60, 15, "pile: 250 rigid shapes, 16 columns"),
+    "R500": SceneSpec("R500", 60, 15, "pile: 500 rigid shapes, 22 columns"),
+    "R1000": SceneSpec("R1000", 60, 15, "pile: 1000 rigid shapes, 32 columns"),
+    "M500": SceneSpec("M500", 60, 15, "pile: 100 deformable + 400 rigid shapes, 22 columns"),
 }
-ALIASES = {"S3": ("S3-32", "S3-64")}
+RIGID_COLUMNS = {"R100": 10, "R250": 16, "R500": 22, "R1000": 32}
+ALIASES = {"S3": ("S3-32", "S3-64"), "R": ("R100", "R250", "R500", "R1000")}
 
 # S4: the ceiling must reach the pile within the 200 steps (2 s).  pile() starts
 # it just above the top row (y ~ 2.64) and stops it where the shapes would fill
@@ -103,7 +112,23 @@ def build_scene(name):
         return compressing_squares(n_seg=64)
     if name == "S4":
         return pile(**PILE_ARGS)
+    if name == "S4R":
+        return _all_rigid(pile(**PILE_ARGS))
+    if name == "M500":  # every fifth shape deformable
+        scene = pile(**{**PILE_ARGS, "n_shapes": 500, "n_columns": 22})
+        return _all_rigid(scene, keep=set(range(0, 500, 5)))
+    if name in RIGID_COLUMNS:
+        n = int(name[1:])
+        return _all_rigid(pile(**{**PILE_ARGS, "n_shapes": n, "n_columns": RIGID_COLUMNS[name]}))
     raise ValueError(f"unknown scene {name!r}; known: {', '.join(SCENES)}")
+
+
+def _all_rigid(scene, keep=()):
+    """The scene with its bodies rigid, but those whose index is in keep."""
+    from dataclasses import replace
+
+    bodies = tuple(b if i in keep else replace(b, kind="rigid") for i, b in enumerate(scene.bodies))
+    return replace(scene, bodies=bodies)
 
 
 def expand_scenes(names):
@@ -115,7 +140,7 @@ def expand_scenes(names):
             raise SystemExit(f"bench: bad step count in {n!r} (expected NAME:STEPS, STEPS >= 1)")
         for s in ALIASES.get(key, (key,)):
             if s not in SCENES:
-                raise SystemExit(f"bench: unknown scene {n!r}; known: S1 S2 S3 S3-32 S3-64 S4")
+                raise SystemExit(f"bench: unknown scene {n!r}; known: {' '.join([*SCENES, *ALIASES])}")
             if s not in [o[0] for o in out]:
                 out.append((s, int(steps) if steps else None))
     return out

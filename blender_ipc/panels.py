@@ -42,7 +42,9 @@ def draw_problem(layout, context, obj, problem):
 
 
 def draw_material(col, s):
-    """A body's material: preset, elasticity, density, kinetic and (optional) static friction."""
+    """A body's type and material: preset, elasticity, density, kinetic and (optional) static
+    friction."""
+    col.prop(s, "body_type")
     col.prop(s, "material_preset")
     col.prop(s, "youngs_modulus")
     col.prop(s, "poisson_ratio")

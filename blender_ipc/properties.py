@@ -91,6 +91,16 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
             ("COLLIDER", "Collider", "Animated obstacle: its edges follow the object's motion"),
         ],
     )
+    body_type: EnumProperty(
+        name="Type",
+        description="How a body moves: deformable (elastic, 2 unknowns per vertex) or rigid "
+        "(one rigid motion for the whole body, far cheaper; no pinned vertices)",
+        default="DEFORMABLE",
+        items=[
+            ("DEFORMABLE", "Deformable", "Elastic body: bends and squashes under its material"),
+            ("RIGID", "Rigid", "Moves as one piece; the material's stiffness is not used"),
+        ],
+    )
     material_preset: EnumProperty(
         name="Preset",
         description="Material values to start from; editing a value makes it Custom",

@@ -200,6 +200,7 @@ class BodyInput:
     faces: np.ndarray = field(
         default_factory=lambda: np.zeros(0, dtype=np.int64)
     )  # (m,) face of each triangle
+    kind: str = "deformable"  # the solver's Body.kind: 'deformable' or 'rigid'
 
 
 def _pinned_vertices(obj, mesh, group_name: str) -> np.ndarray:
@@ -243,7 +244,8 @@ def read_body(obj, plane: str) -> BodyInput:
     flipped = signed_areas(x, tris) < 0
     tris[flipped] = tris[flipped][:, [0, 2, 1]]
     loose_tri, loose_bary = attach_to_nearest_triangle(world[loose][:, [u, v]], x, tris)
-    return BodyInput(obj.name, local, world, used, tris, pinned, loose, loose_tri, loose_bary, faces)
+    kind = "rigid" if obj.ipc.body_type == "RIGID" else "deformable"
+    return BodyInput(obj.name, local, world, used, tris, pinned, loose, loose_tri, loose_bary, faces, kind)
 
 
 # A loop triangle this flat (|area| relative to the body's size squared) is replaced.
@@ -421,7 +423,9 @@ def build_scene(
         animated = handoff[j] if handoff else None
         if animated is not None:
             velocity = animated if velocity is None else animated + velocity
-        solver_bodies.append(Body(b.name, x, b.triangles, materials[j], velocity=velocity, pins=pins))
+        solver_bodies.append(
+            Body(b.name, x, b.triangles, materials[j], velocity=velocity, pins=pins, kind=b.kind)
+        )
     solver_colliders = []
     for j, c in enumerate(colliders):
         if len(bodies) + j in shapes:

@@ -216,6 +216,8 @@ def _object_text(obj) -> str:
     text += f"{tuple(s.initial_velocity)}{s.initial_angular_velocity}"
     if s.stiffness_group:  # only then: bakes made before painted stiffness stay current
         text += f"{s.stiffness_group}{s.stiffness_min}{s.stiffness_max}"
+    if s.body_type == "RIGID":  # only then: bakes made before body types stay current
+        text += "RIGID"
     return text + link_sig.later_object_text(obj)  # '' at the defaults
 
 

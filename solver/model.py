@@ -6,12 +6,14 @@ body), then collider vertices.  Contact primitives are boundary vertices
 ("points") and boundary edges of bodies plus all collider vertices/edges.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from . import elasticity, mesh
+from .basis import AffineBasis, build_basis
 from .broad_phase import BRUTE_FORCE_MAX
 from .geometry import boundary_edges
 from .links import LinkSet, build_links
@@ -83,10 +85,36 @@ class Model:
     # (n_owners, n_owners) bool: which objects may touch (collision groups, links), None: all
     owner_contact: np.ndarray | None = None
     links: LinkSet | None = None  # the links' springs (solver/links.py), None without links
+    # x = B q of the rigid bodies (solver/basis.py), None without rigid bodies
+    basis: AffineBasis | None = None
 
     @property
     def n(self):
         return len(self.rest)
+
+    @cached_property
+    def elastic_elements(self):
+        """The triangles of the deformable bodies (all of them without rigid
+        bodies: the same object as elements), the elastic energy's domain;
+        None when every body is rigid."""
+        if self.basis is None:
+            return self.elements
+        el = self.elements
+        keep = self.basis.vertex_body[el.tris[:, 0]] < 0
+        return _subset(self.rest, el, keep) if keep.any() else None
+
+    @cached_property
+    def inversion_tris(self):
+        """The triangles the line search keeps from inverting: all of them
+        without rigid bodies (the same array), else the deformable ones and
+        one per rigid body (an affine map inverts all of a body's at once)."""
+        if self.basis is None:
+            return self.elements.tris
+        tris = self.elements.tris
+        body = self.basis.vertex_body[tris[:, 0]]
+        rigid = np.flatnonzero(body >= 0)
+        first = rigid[np.unique(body[rigid], return_index=True)[1]]
+        return np.concatenate([tris[body < 0], tris[first]])
 
     @cached_property
     def plane_pairs(self):
@@ -268,7 +296,34 @@ def build_model(scene):
         exclusion_radius=2.0 * float(scene.params.dhat),
         owner_contact=owner_contact(scene, links),
         links=links,
+        basis=_rigid_basis(scene, rest, slices[:n_bodies], elements),
     )
+
+
+def _subset(rest, el, keep):
+    """The elastic elements ``keep`` (bool per triangle) of el, with their Lame parameters."""
+    sub = elasticity.make_elements(rest, el.tris[keep], 1.0, 0.0)
+    return dataclasses.replace(sub, mu=el.mu[keep], lam=el.lam[keep])
+
+
+def _rigid_basis(scene, rest, slices, elements):
+    """The affine basis of the scene's rigid bodies (None without any)."""
+    bodies = scene.bodies
+    rigid = np.array([b.kind == "rigid" for b in bodies])
+    if not rigid.any():
+        return None
+    area = np.zeros(len(bodies))
+    owner = np.zeros(len(rest), np.intp)
+    for i, s in enumerate(slices):
+        owner[s] = i
+    np.add.at(area, owner[elements.tris[:, 0]], elements.area)
+    props = (
+        [b.material.density for b in bodies],
+        [b.material.E for b in bodies],
+        area,
+        float(scene.params.dt),
+    )
+    return build_basis(rest, slices, rigid, props)
 
 
 def group_masks(scene):

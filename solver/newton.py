@@ -55,6 +55,8 @@ from enum import Enum
 import numpy as np
 
 from . import friction_kinks as kinks
+from .assembly import eliminate_fixed
+from .basis import STRAIN_TOL
 from .contacts import ContactSet
 from .linsolve import BandOrdering, NotPositiveDefinite, factorize, solve
 from .profiling import NullTimers
@@ -257,7 +259,7 @@ class Newton:
         min_alpha = 1.0
         # per friction contact: iterations left with the majorizing curvature
         majorize = tuple(np.zeros(len(fs), int) for fs in ip.friction_sets)
-        on = s.features(len(fixed_dof))
+        on = _features(s, ip, fixed_dof)
         mode = next_mode(None, Event.START_INDEFINITE if self.start_projected else Event.START, on)
         for it in range(budget + 1):
             d = self._direction(ip, x, cs, fixed_dof, majorize, mode)
@@ -307,7 +309,16 @@ class Newton:
         return NewtonResult(x, False, budget, min_alpha, message, cs, _largest_step(dx))
 
     def _imbalance(self, g, acting, ip, x):
-        return force_imbalance(g, acting, ip, x, self.g_ref, self.settings.vertex_slack)
+        basis = getattr(ip, "basis", None)
+        if basis is None:
+            return force_imbalance(g, acting, ip, x, self.g_ref, self.settings.vertex_slack)
+        # rigid bodies: their vertices balance as a body only (body_imbalance), and
+        # their strain to STRAIN_TOL (counted here in units of force_tol)
+        plain = np.where(basis.rigid_dof, 0.0, g)
+        vertices = vertex_imbalance(plain, acting, ip, self.g_ref) / self.settings.vertex_slack
+        forces = max(vertices, body_imbalance(g, ip, x, self.g_ref))
+        strain = float(ip.rigidity.strain_error(x, g).max()) / STRAIN_TOL * self.params.force_tol
+        return max(forces, strain)
 
     def _balanced(self, ip, x, cs, fixed_dof):
         """Whether the forces at x balance (force_imbalance <= force_tol)."""
@@ -330,7 +341,7 @@ class Newton:
         Newton would crawl towards the slip.
         """
         s = self.settings
-        on = s.features(len(fixed_dof))
+        on = _features(s, ip, fixed_dof)
         expected = cs.idx[~cs.pp]  # candidates that may come within dhat: the analysis may cover them
         indefinite = False
         while True:
@@ -339,7 +350,10 @@ class Newton:
             T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project, deficit=record)
             g = np.where(fixed_dof, 0.0, T.grad)
             try:
-                dx, factor = self._linear_solve(T, g, fixed_dof, project, expected)
+                if getattr(ip, "basis", None) is None:
+                    dx, factor = self._linear_solve(T, g, fixed_dof, project, expected)
+                else:
+                    dx, factor = self._reduced_solve(ip, x, T, fixed_dof, project)
             except NotPositiveDefinite:
                 mode, indefinite = next_mode(mode, Event.NOT_DEFINITE, on), True
                 continue
@@ -383,6 +397,38 @@ class Newton:
         if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
         return dx, factor
+
+    def _reduced_solve(self, ip, x, T, fixed_dof, project):
+        """(dx (2N,), None): the Newton step of a scene with rigid bodies, solved
+        in the basis' unknowns q (solver/basis.py): B^T H B plus the
+        orthogonality Hessian for B^T g, returned as dx = B dq (a straight step
+        in q is one in x: the line search and CCD stay in vertex space).  No
+        factor is returned: the features reusing it are off (:func:`_features`).
+        Raises NotPositiveDefinite as :meth:`_linear_solve`."""
+        p = self.params
+        with self.timers("linear_solve"):
+            r, c, v, gq = ip.reduced_system(x, T, project)
+            fixed_q = ip.basis.fixed(fixed_dof)
+            gq = np.where(fixed_q, 0.0, gq)
+            system = eliminate_fixed(r, c, v, fixed_q)
+            if project:
+                dq = solve(*system, -gq, p.linear_solver, ordering=self.ordering)
+            else:
+                dq = _factorize(system, len(gq), p.linear_solver, self.ordering, False).solve(-gq)
+        if not project and not float(np.dot(gq, dq)) < 0.0 and np.any(gq):
+            raise NotPositiveDefinite("exact Newton step is not a descent direction")
+        return ip.basis.expand(dq).ravel(), None
+
+
+def _features(settings, ip, fixed_dof) -> Features:
+    """The size-switched features of ip's system: by its DOFs, or with rigid
+    bodies by its reduced unknowns, without the features working on the
+    vertex-space factorization (CG on the exact Hessian, regime rounds)."""
+    basis = getattr(ip, "basis", None)
+    if basis is None:
+        return settings.features(len(fixed_dof))
+    on = settings.features(basis.n_q)
+    return Features(on.projected_start, exact_cg=False, regime_rounds=False, release_majorized=False)
 
 
 def exact_model_step(solve, deficit_product, g, step, free, settings):

@@ -21,6 +21,7 @@ from .contacts import ContactSet
 from .fields import FieldStep
 from .friction import FrictionSet
 from .links import LinkStep
+from .orthogonality import Orthogonality
 from .profiling import NullTimers
 from .terms import FRICTION_TERMS, TERMS, HalfPlaneBarrier, PointEdgeBarrier
 
@@ -61,6 +62,12 @@ class IncrementalPotential:
         self.consts = consts
         self.timers = timers or NullTimers()
         self.terms = tuple(t for t in (term.build(model, consts) for term in terms) if t is not None)
+        # rigid bodies: their unknowns are q (x = B q, solver/basis.py), kept rigid by
+        # the orthogonality energy, whose Hessian is given in q (None: no basis, no term)
+        self.basis = getattr(model, "basis", None)
+        self.rigidity = Orthogonality.build(model, consts)
+        if self.rigidity is not None:
+            self.terms = (*self.terms, self.rigidity)
         self.friction_terms = tuple(t for t in self.terms if isinstance(t, FRICTION_TERMS))
         self._n = model.n
         self._mass = model.mass
@@ -103,6 +110,16 @@ class IncrementalPotential:
             with self.timers(term.stage):
                 term.gradient_hessian(x, cs, T, project, majorized.get(term))
         return T
+
+    def reduced_system(self, x, T, project):
+        """(rows, cols, vals, grad): the system of T (assembled at x by
+        :meth:`gradient_hessian`) in the basis' unknowns q, B^T H B plus the
+        orthogonality Hessian, and B^T grad.  Only with a basis."""
+        b = self.basis
+        r, c, v = b.reduce_triplets(*T.arrays())
+        ro, co, vo = self.rigidity.reduced_hessian(x, project)
+        grad = b.reduce_gradient(T.grad)
+        return np.concatenate([r, ro]), np.concatenate([c, co]), np.concatenate([v, vo]), grad
 
     def gradient(self, x, cs: ContactSet):
         """The gradient alone (no Hessian), as a :class:`Triplets` whose

@@ -49,11 +49,15 @@ class Pin:
 
 @dataclass(frozen=True)
 class Body:
-    """A deformable 2D body: triangle mesh in its rest (= initial) configuration.
+    """A 2D body: triangle mesh in its rest (= initial) configuration.
 
     vertices: (n, 2) float; triangles: (m, 3) int, counter-clockwise or
     consistently clockwise (clockwise meshes are re-oriented).
     velocity: optional initial velocity, (2,) or (n, 2).
+    kind: 'deformable' (Neo-Hookean, 2 unknowns per vertex) or 'rigid' (an
+    affine body, x = A X + p, kept rigid by its orthogonality energy:
+    solver/basis.py; its material's E only bounds that stiffness from
+    below; no pins).
     """
 
     name: str
@@ -65,6 +69,10 @@ class Body:
     # the collision groups it belongs to (ints in [0, 64)): it collides with the bodies
     # and colliders sharing one of them (all in group 0 by default: everything collides)
     collision_groups: tuple[int, ...] = (0,)
+    kind: str = "deformable"
+
+
+BODY_KINDS = ("deformable", "rigid")
 
 
 @dataclass(frozen=True)

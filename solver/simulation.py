@@ -433,7 +433,7 @@ class Simulation:
         and the contact set swept over that segment (cs: one swept over a
         motion that contains it, else built here)."""
         with self.timers("ccd"):
-            alpha = min(1.0, ccd.inversion_step(x, dx, self.model.elements.tris))
+            alpha = min(1.0, ccd.inversion_step(x, dx, self.model.inversion_tris))
         if cs is None:
             cs = self._contact_set(x, x + alpha * dx)
         with self.timers("ccd"):

@@ -89,7 +89,8 @@ class Elasticity:
 
     @classmethod
     def build(cls, model, consts):
-        return cls(model.elements, consts.h * consts.h)
+        el = model.elastic_elements
+        return None if el is None else cls(el, consts.h * consts.h)
 
     def value(self, x, cs):
         return elasticity.value(self.el, x)

@@ -23,7 +23,7 @@ from .distance import distance_sq, point_edge_case
 from .errors import SolverInputError
 from .friction import MOLLIFIERS
 from .geometry import boundary_edges, edge_use, points_in_triangles, segments_intersect, signed_areas
-from .scene import FIELD_FALLOFFS, FIELD_KINDS, FIELD_SHAPES, LINK_KINDS
+from .scene import BODY_KINDS, FIELD_FALLOFFS, FIELD_KINDS, FIELD_SHAPES, LINK_KINDS
 
 FORMULATIONS = ("original", "convergent")
 LINEAR_SOLVERS = ("auto", "scipy", "numpy")
@@ -351,7 +351,17 @@ def check_body(place, body):
     check_velocity(place, body.velocity, len(v))
     check_pins(place, body.pins, len(v))
     check_groups(place, body.collision_groups)
+    check_kind(place, body)
     return v, t
+
+
+def check_kind(place, body):
+    """'deformable' or 'rigid'; a rigid body has no pins (its vertices move by
+    one affine map: a pinned vertex is a constraint on it, not yet supported)."""
+    if body.kind not in BODY_KINDS:
+        place.fail("kind", f"expected one of {', '.join(BODY_KINDS)}, got {_describe(body.kind)}")
+    if body.kind == "rigid" and len(body.pins):
+        place.fail("pins", "a rigid body cannot have pins (make it deformable, or link it to the world)")
 
 
 MAX_GROUP = 64  # collision groups are bits of a 64-bit mask

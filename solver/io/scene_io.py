@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import SolverInputError
-from ..scene import Body, Collider, HalfPlane, Link, LinkAnchor, Material, Pin, Scene, SimParams
+from ..scene import BODY_KINDS, Body, Collider, HalfPlane, Link, LinkAnchor, Material, Pin, Scene, SimParams
 from ..validate import SCENE_FILE, _describe, _is_number, check_scene
 from . import fields_io
 
@@ -251,7 +251,10 @@ def _vec2(value, path):
 
 def _parse_body(data, path):
     _object(
-        data, path, ("name", "vertices", "triangles"), ("material", "velocity", "pins", "collision_groups")
+        data,
+        path,
+        ("name", "vertices", "triangles"),
+        ("material", "velocity", "pins", "collision_groups", "kind"),
     )
     name = _name(data["name"], _join(path, "name"))
     try:
@@ -269,7 +272,8 @@ def _parse_body_fields(data, path, name):
         velocity = _parse_velocity(data["velocity"], _join(path, "velocity"), len(verts))
     pins = _parse_pins(data.get("pins", []), _join(path, "pins"), len(verts))
     groups = _groups(data, path)
-    return Body(name, verts, tris, material, velocity, pins, groups)
+    kind = _string(data.get("kind", "deformable"), _join(path, "kind"), BODY_KINDS)
+    return Body(name, verts, tris, material, velocity, pins, groups, kind)
 
 
 def _groups(data, path):
@@ -521,6 +525,8 @@ def _body_to_dict(body):
     if body.pins:
         d["pins"] = [_pin_to_dict(p) for p in body.pins]
     _groups_to_dict(body, d)
+    if body.kind != "deformable":  # written only when not the default
+        d["kind"] = body.kind
     return d
 
 

@@ -141,3 +141,17 @@ def test_material_presets():
     np.testing.assert_allclose(
         (mat.E, mat.nu, mat.density, mat.mu), props.MATERIAL_PRESETS["JELLY"], rtol=1e-6
     )
+
+
+def test_body_type_rigid_reaches_the_solver_and_the_signature():
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 2
+    a = _square("A", 0.0, 0.0)
+    _square("B", 0.0, 0.6)
+    bpy.context.view_layer.update()
+    signature = harness.sub("signature")
+    before = signature._object_text(a)
+    assert [b.kind for b in _job().solver_scene.bodies] == ["deformable", "deformable"]
+    a.ipc.body_type = "RIGID"
+    assert [b.kind for b in _job().solver_scene.bodies] == ["rigid", "deformable"]
+    assert signature._object_text(a) != before

@@ -386,8 +386,33 @@ def start_problem(scene):
     return None
 
 
+# Scenes CORPUS_SIZE + j (j < CORPUS_SIZE) are scene j with rigid bodies (issue 34):
+# every body rigid for even j, every other body for odd j (mixed); run with --rigid.
+RIGID_COUNT = 36
+RIGID_CORPUS = tuple(range(CORPUS_SIZE, CORPUS_SIZE + RIGID_COUNT))
+
+
+def rigid_variant(ss: StressScene) -> StressScene:
+    """ss with its bodies made rigid (all of them, or every other one when its
+    index is odd), bodies with pins kept deformable (rigid bodies take none)."""
+    from dataclasses import replace
+
+    mixed = ss.index % 2 == 1
+    bodies = tuple(
+        b if b.pins or (mixed and k % 2 == 1) else replace(b, kind="rigid")
+        for k, b in enumerate(ss.scene.bodies)
+    )
+    meta = {**ss.meta, "kinds": [b.kind for b in bodies]}
+    return StressScene(
+        ss.index + CORPUS_SIZE, ss.template, replace(ss.scene, bodies=bodies), ss.n_steps, meta
+    )
+
+
 def make_scene(index):
-    """Scene number `index` of the corpus (deterministic)."""
+    """Scene number `index` of the corpus (deterministic); from CORPUS_SIZE on,
+    the rigid variants (rigid_variant) of the first ones."""
+    if index >= CORPUS_SIZE:
+        return rigid_variant(make_scene(index - CORPUS_SIZE))
     last = None
     for attempt in range(MAX_ATTEMPTS):
         s = _draw(index, attempt)

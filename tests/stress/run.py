@@ -1,7 +1,7 @@
 """Run the stress corpus and check every state with the independent checker.
 
     python3 -m tests.stress.run --all --jobs 2          # whole corpus (216 scenes)
-    python3 -m tests.stress.run --subset                # the 12 fast scenes of the test suite
+    python3 -m tests.stress.run --subset                # the 14 fast scenes of the test suite
     python3 -m tests.stress.run --scenes 5,17,40-45 -v  # selected scenes, per-step lines
     python3 -m tests.stress.run --case tests/stress/cases/foo.json   # a saved case
 
@@ -39,12 +39,13 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 from solver import ConvergenceError, Simulation, SolverInputError  # noqa: E402  (imports numpy)
 
 from .check import Checker  # noqa: E402  (imports numpy)
-from .generate import CORPUS_SIZE, StressScene, make_scene  # noqa: E402  (imports numpy)
+from .generate import CORPUS_SIZE, RIGID_CORPUS, StressScene, make_scene  # noqa: E402  (imports numpy)
 
 DEFAULT_BUDGET = 120.0  # seconds of wall clock per scene
-# 12 fast scenes (a few seconds each), two per template (drop, collide, paddle, crush, slope,
-# thin), two of them with reported non-converged steps; run by tests/stress/test_stress_subset.py
-SUBSET = (12, 90, 61, 7, 32, 44, 27, 39, 94, 34, 17, 5)
+# 14 fast scenes (a few seconds each): two per template (drop, collide, paddle, crush, slope,
+# thin), two of them with reported non-converged steps, and the rigid variants of 12 (all rigid)
+# and 7 (mixed); run by tests/stress/test_stress_subset.py
+SUBSET = (12, 90, 61, 7, 32, 44, 27, 39, 94, 34, 17, 5, CORPUS_SIZE + 12, CORPUS_SIZE + 7)
 
 
 @dataclass
@@ -283,6 +284,7 @@ def main(argv=None):
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--all", action="store_true", help=f"the whole corpus ({CORPUS_SIZE} scenes)")
     g.add_argument("--subset", action="store_true", help=f"the fast subset {SUBSET}")
+    g.add_argument("--rigid", action="store_true", help="the rigid and mixed variants (issue 34)")
     g.add_argument("--scenes", help="indices, e.g. 3,17,40-45")
     g.add_argument("--case", nargs="+", help="saved case JSON files (description holds steps=N)")
     ap.add_argument("--count", type=int, default=CORPUS_SIZE, help="with --all: number of scenes")
@@ -302,6 +304,8 @@ def main(argv=None):
         if a.all
         else list(SUBSET)
         if a.subset
+        else list(RIGID_CORPUS)
+        if a.rigid
         else _parse_scenes(a.scenes)
         if a.scenes
         else list(a.case)

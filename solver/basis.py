@@ -1,0 +1,243 @@
+"""The reduced basis of rigid (affine) bodies: vertex positions x = B q.
+
+A rigid body's vertices move by one affine map, x_i = A X_i + p (X_i its
+rest position relative to its rest centroid): 6 unknowns in 2D instead of
+2 per vertex.  Deformable bodies and colliders keep their vertex DOFs.
+The system's unknowns q are the non-rigid vertices' DOFs (in vertex order)
+followed by 6 per rigid body, ordered [A00, A01, p0, A10, A11, p1]: vertex
+DOF (i, k) of a rigid body depends on the q DOFs 3k, 3k+1, 3k+2 of its body
+with the weights (X_i0, X_i1, 1).
+
+Every vertex-space term of the incremental potential works unchanged
+through B: its gradient in q is B^T g_x and its Hessian B^T H_x B
+(:meth:`AffineBasis.reduce_gradient`, :meth:`AffineBasis.reduce_triplets`),
+and since x = B q is linear, a straight step in q is a straight step in x:
+CCD, the line search and the motion check stay in vertex space.  A scene
+without rigid bodies has no basis (None): nothing is multiplied by an
+identity.  Rigidity itself comes from the orthogonality energy
+(:mod:`solver.orthogonality`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+# kappa_A >= RIGIDITY rho L^2 / h^2: the orthogonality energy is this many times
+# stiffer than the body's inertia against straining (see rigid_stiffness)
+RIGIDITY = 1e4
+# Newton balances each rigid body's strain to this (||A^T A - I||_F, see
+# Orthogonality.strain_error): the step test alone would let the predictor's
+# stretch (a rotation extrapolated along its tangent) pile up from step to step
+STRAIN_TOL = 1e-5
+
+
+@dataclass(frozen=True)
+class AffineBasis:
+    """x = B q for a model with rigid bodies (see the module docstring).
+
+    slots, weights (2N, 3): the q DOFs each vertex DOF depends on and their
+    weights (a non-rigid DOF: its own q DOF with weight 1, then two zero
+    weights); rigid_dof (2N,) bool; vertex_body (N,) the rigid body of each
+    vertex (index into the rigid bodies), -1 elsewhere; fit (N, 2) w_i =
+    G^-1 X_i with G = sum X_i X_i^T over the body, so that A = sum_i x_i w_i^T
+    for any affine x; a_dofs (R, 4): the q DOFs of each body's A, row-major;
+    bodies (R,): the model's body index of each rigid body; area (R,): rest
+    areas; stiffness (R,): the orthogonality stiffness kappa_A [Pa].
+    """
+
+    n_q: int
+    slots: np.ndarray
+    weights: np.ndarray
+    rigid_dof: np.ndarray
+    vertex_body: np.ndarray
+    fit: np.ndarray
+    a_dofs: np.ndarray
+    bodies: np.ndarray
+    area: np.ndarray
+    stiffness: np.ndarray
+    # the q DOFs in groups (each vertex's 2, each rigid body's 6): per vertex DOF its
+    # group, per slot its place in the group; per group its first q DOF and size
+    dof_group: np.ndarray
+    slot_local: np.ndarray
+    group_first: np.ndarray
+    group_size: np.ndarray
+
+    @cached_property
+    def weights_t(self):
+        return np.ascontiguousarray(self.weights.T)
+
+    @cached_property
+    def local_t(self):
+        return np.ascontiguousarray(self.slot_local.T)
+
+    @property
+    def n_rigid(self):
+        return len(self.bodies)
+
+    def reduce_gradient(self, g):
+        """B^T g for a vertex-space vector g (2N,)."""
+        return np.bincount(self.slots.ravel(), (self.weights * g[:, None]).ravel(), self.n_q)
+
+    def expand(self, dq):
+        """B dq as vertex positions (N, 2)."""
+        return np.einsum("dj,dj->d", self.weights, dq[self.slots]).reshape(-1, 2)
+
+    def fixed(self, fixed_dof):
+        """(n_q,) bool: the q DOFs of fixed vertex DOFs (fixed_dof (2N,)); rigid
+        bodies have no fixed vertex (validation)."""
+        out = np.zeros(self.n_q, bool)
+        plain = ~self.rigid_dof
+        out[self.slots[plain, 0]] = fixed_dof[plain]
+        return out
+
+    def affine(self, x):
+        """(R, 2, 2) each rigid body's A fitted to x (N, 2) (exact when x = B q)."""
+        on = self.vertex_body >= 0
+        prod = x[on][:, :, None] * self.fit[on][:, None, :]  # x_i w_i^T
+        b = self.vertex_body[on]
+        return np.stack(
+            [np.bincount(b, prod[:, k, j], self.n_rigid) for k in (0, 1) for j in (0, 1)], 1
+        ).reshape(-1, 2, 2)
+
+    def coords(self, x):
+        """q (n_q,) of positions x (N, 2) in the range of B (B coords(x) = x):
+        the non-rigid DOFs, and each rigid body's fitted A and centroid p."""
+        q = np.zeros(self.n_q)
+        plain = ~self.rigid_dof
+        flat = x.ravel()
+        q[self.slots[plain, 0]] = flat[plain]
+        on = self.vertex_body >= 0
+        b = self.vertex_body[on]
+        count = np.bincount(b, minlength=self.n_rigid)
+        p = np.stack([np.bincount(b, x[on, k], self.n_rigid) for k in (0, 1)], 1) / count[:, None]
+        A = self.affine(x)
+        base = self.a_dofs[:, 0]
+        for k in (0, 1):
+            q[base + 3 * k] = A[:, k, 0]
+            q[base + 3 * k + 1] = A[:, k, 1]
+            q[base + 3 * k + 2] = p[:, k]
+        return q
+
+    def reduce_triplets(self, rows, cols, vals):
+        """B^T H B for H given as COO triplets in vertex DOFs: triplets in q.
+        Entries between non-rigid DOFs map one to one.  Those touching a rigid
+        DOF expand to 3 x 3 and are summed per q entry, block by block: every
+        q DOF is in a group (a rigid body's 6, a vertex's 2) and the entries
+        of a pair of groups go to one dense 6 x 6 block (sorting the vertex
+        entries by group pair costs a ninth of sorting the expanded ones)."""
+        rigid = self.rigid_dof[rows] | self.rigid_dof[cols]
+        plain = ~rigid
+        r, c = rows[rigid], cols[rigid]
+        n_groups = len(self.group_first)
+        gr, gc = self.dof_group[r], self.dof_group[c]
+        pairs, which = _numbered(gr * n_groups + gc, n_groups * n_groups)
+        # (3, 3, k) with the entries innermost: numpy's loops run over k, not over 3
+        wr = np.take(self.weights_t, r, axis=1) * vals[rigid]
+        v = wr[:, None, :] * np.take(self.weights_t, c, axis=1)[None, :, :]
+        lr = np.take(self.local_t, r, axis=1)[:, None, :] * 6 + np.take(self.local_t, c, axis=1)[None, :, :]
+        lr += 36 * which
+        blocks = np.bincount(lr.ravel(), v.ravel(), 36 * len(pairs)).reshape(-1, 6, 6)
+        a, b = pairs // n_groups, pairs % n_groups
+        valid = (_LOCAL[None, :, None] < self.group_size[a][:, None, None]) & (
+            _LOCAL[None, None, :] < self.group_size[b][:, None, None]
+        )
+        qr = np.broadcast_to((self.group_first[a][:, None] + _LOCAL)[:, :, None], blocks.shape)
+        qc = np.broadcast_to((self.group_first[b][:, None] + _LOCAL)[:, None, :], blocks.shape)
+        return (
+            np.concatenate([self.slots[rows[plain], 0], qr[valid]]),
+            np.concatenate([self.slots[cols[plain], 0], qc[valid]]),
+            np.concatenate([vals[plain], blocks[valid]]),
+        )
+
+
+_LOCAL = np.arange(6)
+DENSE_KEYS = 1 << 22  # keys below this are numbered through a table, not by sorting
+
+
+def _numbered(keys, n_keys):
+    """(the distinct keys, sorted; each key's place among them), as np.unique
+    with return_inverse: through a table of all n_keys possible keys when
+    there are few (rigid bodies: group pairs), else by sorting."""
+    if n_keys > DENSE_KEYS:
+        distinct, which = np.unique(keys, return_inverse=True)
+        return distinct, which.ravel()
+    seen = np.zeros(n_keys, bool)
+    seen[keys] = True
+    distinct = np.flatnonzero(seen)
+    table = np.zeros(n_keys, np.intp)
+    table[distinct] = np.arange(len(distinct))
+    return distinct, table[keys]
+
+
+def rigid_stiffness(density, area, size_sq, dt, E):
+    """kappa_A [Pa] of rigid bodies: RIGIDITY times rho L^2 / h^2 (L^2 = size_sq,
+    the body's rest second moment per area), so that the orthogonality energy
+    resists straining RIGIDITY times more than the body's own inertia over a
+    step, and never below the material's Young's modulus."""
+    return np.maximum(RIGIDITY * density * size_sq / (dt * dt), E)
+
+
+def build_basis(rest, body_slices, rigid, props):
+    """The basis of a model (rest (N, 2), its body vertex ranges, which bodies
+    are rigid (bool per body), props: per body (density, E, area) and dt as
+    (densities, moduli, areas, dt)), or None without rigid bodies."""
+    rigid_ids = np.flatnonzero(rigid)
+    if not len(rigid_ids):
+        return None
+    n = len(rest)
+    densities, moduli, areas, dt = props
+    vertex_body = np.full(n, -1, np.intp)
+    fit = np.zeros((n, 2))
+    centred = np.zeros((n, 2))
+    size_sq = np.zeros(len(rigid_ids))
+    for r, b in enumerate(rigid_ids):  # once per scene, per body
+        s = body_slices[b]
+        vertex_body[s] = r
+        X = rest[s] - rest[s].mean(axis=0)
+        G = X.T @ X
+        centred[s] = X
+        fit[s] = X @ np.linalg.inv(G)  # G symmetric
+        size_sq[r] = np.trace(G) / (s.stop - s.start)
+    on = vertex_body >= 0
+    n_plain = 2 * int(np.sum(~on))
+    slots = np.zeros((2 * n, 3), np.intp)
+    weights = np.zeros((2 * n, 3))
+    rigid_dof = np.repeat(on, 2)
+    slots[~rigid_dof, :] = np.arange(n_plain)[:, None]
+    weights[~rigid_dof, 0] = 1.0
+    first = n_plain + 6 * vertex_body[on]  # first q DOF of each rigid vertex's body
+    for k in (0, 1):  # vertex DOF (i, k) <- q DOFs first + 3k + (0, 1, 2)
+        dof = 2 * np.flatnonzero(on) + k
+        slots[dof] = first[:, None] + 3 * k + np.arange(3)
+        weights[dof] = np.column_stack([centred[on], np.ones(int(on.sum()))])
+    base = n_plain + 6 * np.arange(len(rigid_ids))
+    a_dofs = base[:, None] + np.array([0, 1, 3, 4])
+    area = np.asarray(areas, float)[rigid_ids]
+    stiffness = rigid_stiffness(
+        np.asarray(densities, float)[rigid_ids], area, size_sq, dt, np.asarray(moduli, float)[rigid_ids]
+    )
+    n_q = n_plain + 6 * len(rigid_ids)
+    group_first = np.concatenate([np.arange(0, n_plain, 2), base])
+    group_size = np.concatenate([np.full(n_plain // 2, 2), np.full(len(base), 6)])
+    q_group = np.repeat(np.arange(len(group_first)), group_size)
+    dof_group = q_group[slots[:, 0]]
+    slot_local = slots - group_first[dof_group][:, None]
+    return AffineBasis(
+        n_q,
+        slots,
+        weights,
+        rigid_dof,
+        vertex_body,
+        fit,
+        a_dofs,
+        rigid_ids,
+        area,
+        stiffness,
+        dof_group,
+        slot_local,
+        group_first,
+        group_size,
+    )

@@ -1,0 +1,110 @@
+"""Rigidity of affine bodies: the orthogonality energy
+kappa_A V ||A^T A - I||_F^2 of each rigid body's affine map A (affine body
+dynamics), zero exactly on rotations, and its term in the incremental
+potential (:class:`Orthogonality`).
+
+Kernels are batched over bodies, A (R, 2, 2), and written per unit
+coefficient: with S = A^T A - I,
+
+    E = sum_ij S_ij^2,   dE/dA = 4 A S,
+    d2E/dA_kl dA_mn = 4 (delta_km S_nl + delta_ln (A A^T)_km + A_kn A_ml).
+
+The term lives in vertex space for its value and gradient (A is a linear
+fit of x, :meth:`~solver.basis.AffineBasis.affine`, so dE/dx_i = dE/dA w_i)
+and in q for its Hessian (B^T L^T H_A L B = H_A on the body's A DOFs:
+:meth:`Orthogonality.reduced_hessian`), where it is a 4 x 4 block per body
+rather than a dense block over all the body's vertices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .linsolve import project_psd
+
+_I = np.eye(2)
+
+
+def strain(A):
+    """S = A^T A - I (R, 2, 2)."""
+    return np.einsum("rki,rkj->rij", A, A) - _I
+
+
+def energy(A):
+    """(R,) ||A^T A - I||_F^2."""
+    S = strain(A)
+    return np.einsum("rij,rij->r", S, S)
+
+
+def energy_gradient(A):
+    """(R, 2, 2) dE/dA = 4 A S."""
+    return 4.0 * np.einsum("rkj,rjl->rkl", A, strain(A))
+
+
+def energy_hessian(A):
+    """(R, 4, 4) d2E/dA^2, A flattened row-major (A_kl at 2k + l)."""
+    S = strain(A)
+    AAt = np.einsum("rkj,rmj->rkm", A, A)
+    H = (
+        np.einsum("km,rnl->rklmn", _I, S)
+        + np.einsum("ln,rkm->rklmn", _I, AAt)
+        + np.einsum("rkn,rml->rklmn", A, A)
+    )
+    return 4.0 * H.reshape(-1, 4, 4)
+
+
+class Orthogonality:
+    """The orthogonality energy of every rigid body (h^2-weighted, a potential):
+    sum_b kappa_A,b V_b ||A_b^T A_b - I||_F^2.  Built only for models with a
+    basis; its Hessian is given in q (:meth:`reduced_hessian`)."""
+
+    per_h2, stage = True, "elasticity"
+
+    def __init__(self, basis, weight):
+        self.basis, self.weight = basis, weight
+        self.coef = basis.stiffness * basis.area  # (R,) kappa_A V
+        on = basis.vertex_body >= 0
+        self.vertices = np.flatnonzero(on)
+        self.dofs = (2 * self.vertices[:, None] + np.arange(2)).ravel()
+
+    @classmethod
+    def build(cls, model, consts):
+        basis = getattr(model, "basis", None)
+        if basis is None:
+            return None
+        return cls(basis, consts.h * consts.h)
+
+    def value(self, x, cs):
+        return float(np.dot(self.coef, energy(self.basis.affine(x))))
+
+    def gradient(self, x, cs, T):
+        b = self.basis
+        D = self.coef[:, None, None] * energy_gradient(b.affine(x))  # (R, 2, 2)
+        v = self.vertices
+        g = np.einsum("nkl,nl->nk", D[b.vertex_body[v]], b.fit[v])  # dE/dx_i = D w_i
+        T.add_gradient_at(self.dofs, self.weight * g)
+
+    def gradient_hessian(self, x, cs, T, project, majorize=None):
+        self.gradient(x, cs, T)  # the Hessian is added in q (reduced_hessian)
+
+    def strain_error(self, x, g):
+        """(R,) the strain each rigid body is still off its balance by, for the
+        vertex-space gradient g (2N,) at x: the stretching part of its A
+        gradient, sym(A^T dE/dA), over the orthogonality energy's stiffness
+        against stretching near a rotation (8 h^2 kappa_A V per unit of
+        A^T dA, which changes the strain by twice that).  Newton's force test
+        leaves it out: a rigid body's vertices balance only as a body."""
+        A = self.basis.affine(x)
+        G = self.basis.reduce_gradient(g)[self.basis.a_dofs].reshape(-1, 2, 2)
+        M = np.einsum("rki,rkj->rij", A, G)
+        stretch = np.linalg.norm(0.5 * (M + np.swapaxes(M, 1, 2)), axis=(1, 2))
+        return stretch / (4.0 * self.weight * self.coef)
+
+    def reduced_hessian(self, x, project):
+        """(rows, cols, vals): the weighted Hessian in q, a 4 x 4 block on each
+        body's A DOFs, PSD-projected if project."""
+        H = (self.weight * self.coef)[:, None, None] * energy_hessian(self.basis.affine(x))
+        if project:
+            H = project_psd(H)
+        d = self.basis.a_dofs
+        return np.repeat(d, 4, axis=1).ravel(), np.tile(d, (1, 4)).ravel(), H.ravel()

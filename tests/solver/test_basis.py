@@ -1,0 +1,122 @@
+"""The rigid bodies' basis x = B q (solver/basis.py) against its dense
+matrix, and the body kind in scenes (validation, JSON)."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from invariants import contact_scene
+
+from solver.errors import SolverInputError
+from solver.io.scene_io import scene_from_dict, scene_to_dict
+from solver.model import build_model
+from solver.scene import Pin
+
+
+def mixed_model():
+    scene = contact_scene()
+    A, B = scene.bodies
+    return build_model(replace(scene, bodies=(replace(A, kind="rigid"), B)))
+
+
+def dense_basis(basis, n_x):
+    """B (2N, n_q) column by column through expand."""
+    return np.column_stack([basis.expand(e).ravel() for e in np.eye(basis.n_q)])
+
+
+def test_a_scene_without_rigid_bodies_has_no_basis():
+    m = build_model(contact_scene())
+    assert m.basis is None
+    assert m.elastic_elements is m.elements
+
+
+def test_rigid_vertices_follow_one_affine_map():
+    m = mixed_model()
+    b = m.basis
+    assert b.n_q == 2 * (m.n - len(m.rest[m.body_slices[0]])) + 6
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=b.n_q)
+    x = b.expand(q)
+    A = np.array([[q[b.a_dofs[0, 0]], q[b.a_dofs[0, 1]]], [q[b.a_dofs[0, 2]], q[b.a_dofs[0, 3]]]])
+    s = m.body_slices[0]
+    X = m.rest[s] - m.rest[s].mean(axis=0)
+    p = x[s] - X @ A.T
+    np.testing.assert_allclose(p, np.broadcast_to(p[0], p.shape), atol=1e-12)
+    np.testing.assert_allclose(b.coords(x), q, atol=1e-12)  # coords inverts expand on B's range
+    np.testing.assert_allclose(b.affine(x)[0], A, atol=1e-12)
+
+
+def test_reductions_are_the_transpose_products_of_the_dense_basis():
+    m = mixed_model()
+    b = m.basis
+    Bd = dense_basis(b, 2 * m.n)
+    rng = np.random.default_rng(1)
+    g = rng.normal(size=2 * m.n)
+    np.testing.assert_allclose(b.reduce_gradient(g), Bd.T @ g, atol=1e-12)
+    k = 400
+    rows, cols = rng.integers(0, 2 * m.n, k), rng.integers(0, 2 * m.n, k)
+    vals = rng.normal(size=k)
+    H = np.zeros((2 * m.n, 2 * m.n))
+    np.add.at(H, (rows, cols), vals)
+    r, c, v = b.reduce_triplets(rows, cols, vals)
+    Hq = np.zeros((b.n_q, b.n_q))
+    np.add.at(Hq, (r, c), v)
+    np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)
+
+
+def test_reduction_by_sorting_matches_the_table(monkeypatch):
+    """Group pairs are numbered through a table when few, by sorting when many."""
+    import solver.basis
+
+    m = mixed_model()
+    rng = np.random.default_rng(2)
+    rows, cols = rng.integers(0, 2 * m.n, 300), rng.integers(0, 2 * m.n, 300)
+    vals = rng.normal(size=300)
+    table = m.basis.reduce_triplets(rows, cols, vals)
+    monkeypatch.setattr(solver.basis, "DENSE_KEYS", 0)
+    sorted_ = m.basis.reduce_triplets(rows, cols, vals)
+    for a, b in zip(table, sorted_, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_one_triangle_per_rigid_body_guards_inversion():
+    m = mixed_model()
+    n_rigid = np.sum(m.basis.vertex_body[m.inversion_tris[:, 0]] >= 0)
+    assert n_rigid == 1
+    assert len(m.inversion_tris) == len(m.elastic_elements.tris) + 1
+    plain = build_model(contact_scene())
+    assert plain.inversion_tris is plain.elements.tris
+
+
+def test_fixed_collider_dofs_stay_fixed_in_q():
+    m = mixed_model()
+    fixed = np.repeat(m.is_collider, 2)
+    fq = m.basis.fixed(fixed)
+    assert fq.sum() == fixed.sum()
+    Bd = dense_basis(m.basis, 2 * m.n)
+    np.testing.assert_array_equal(np.abs(Bd[fixed][:, fq]).sum(axis=0), 1.0)
+
+
+def test_rigid_bodies_have_no_elastic_elements_and_a_stiffness():
+    m = mixed_model()
+    n_rigid_tris = np.sum(m.basis.vertex_body[m.elements.tris[:, 0]] >= 0)
+    assert n_rigid_tris > 0
+    assert len(m.elastic_elements.tris) == len(m.elements.tris) - n_rigid_tris
+    assert m.basis.stiffness[0] >= contact_scene().bodies[0].material.E
+
+
+def test_kind_is_validated_and_round_trips_through_json():
+    scene = contact_scene()
+    A, B = scene.bodies
+    rigid = replace(scene, bodies=(replace(A, kind="rigid"), B))
+    back = scene_from_dict(scene_to_dict(rigid))
+    assert [b.kind for b in back.bodies] == ["rigid", "deformable"]
+    assert "kind" not in scene_to_dict(scene)["bodies"][0]
+    with pytest.raises(SolverInputError, match="kind"):
+        build_model(replace(scene, bodies=(replace(A, kind="stiff"), B)))
+    with pytest.raises(SolverInputError, match="rigid body cannot have pins"):
+        build_model(replace(scene, bodies=(replace(A, kind="rigid", pins=(Pin(np.array([0])),)), B)))
+    data = scene_to_dict(rigid)
+    data["bodies"][0]["kind"] = "solid"
+    with pytest.raises(SolverInputError, match="kind"):
+        scene_from_dict(data)

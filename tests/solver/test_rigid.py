@@ -1,0 +1,211 @@
+"""Rigid (affine) bodies against closed forms, at the default settings
+(issue 34; solver/basis.py, solver/orthogonality.py):
+
+* a rigid block on a slope slides with a = g (sin theta - mu cos theta)
+  (within 2 %) and, when tan theta < mu, sticks (drifts less than eps_v t);
+* a rigid disc spinning in free flight keeps its angular momentum (within
+  0.1 % over 1 s at 0.2 rad/s), and at 5 rad/s turns by the increments of
+  implicit Euler on an exactly rigid rotor, 2 sin phi' = sin(phi + phi')
+  (within 0.1 %: the integrator's own damping, (4/3) phi^2 per step, no more);
+* a rigid block and the same block as a very stiff deformable body follow
+  the same trajectory (within 1 % of its size over 1 s) as it lands, tumbles
+  and slides;
+* a pile of rigid shapes, and one of rigid and deformable shapes, never
+  cross nor invert, and the rigid ones stay rigid (strain below 1e-3),
+  every step.
+
+Reference values come from the formulas (or, for the stiff-body check, from
+the deformable solver), never from the rigid path itself.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from invariants import crossing_edge_pairs, grid_square, rotation_angle, signed_areas
+from test_analytic import slope_scene
+
+from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation
+from solver.examples import disc_mesh, pile
+
+G = 9.81
+SIDE = 0.1
+
+
+def rigid(scene, which=None):
+    """The scene with its bodies (or those whose index is in which) made rigid."""
+    bodies = tuple(
+        dataclasses.replace(b, kind="rigid") if which is None or i in which else b
+        for i, b in enumerate(scene.bodies)
+    )
+    return dataclasses.replace(scene, bodies=bodies)
+
+
+def slope_track(theta_deg, mu, duration=0.8, eps_v=1e-3):
+    """Up-slope coordinate of the rigid block's centroid after every step."""
+    th = math.radians(theta_deg)
+    scene = rigid(slope_scene(th, mu, dhat=SimParams().dhat, eps_v=eps_v))
+    scene = dataclasses.replace(scene, params=SimParams(eps_v=eps_v))
+    sim = Simulation(scene)
+    up = np.array([math.cos(th), math.sin(th)])
+    return np.array(
+        [sim.step() and sim.body_positions(0).mean(axis=0) @ up for _ in range(round(duration / 0.01))]
+    )
+
+
+@pytest.mark.parametrize(("theta", "mu"), [(35.0, 0.2), (50.0, 0.5), (20.0, 0.1)])
+def test_rigid_block_slides_at_the_coulomb_acceleration(theta, mu):
+    track = slope_track(theta, mu)
+    t = 0.01 * np.arange(1, len(track) + 1)
+    late = t > 0.2
+    a = -2.0 * np.polyfit(t[late], track[late], 2)[0]
+    exact = G * (math.sin(math.radians(theta)) - mu * math.cos(math.radians(theta)))
+    assert a == pytest.approx(exact, rel=0.02)
+
+
+@pytest.mark.parametrize(("theta", "mu"), [(20.0, 0.5), (35.0, 0.8)])
+def test_rigid_block_sticks_when_tan_theta_is_below_mu(theta, mu):
+    eps_v = 1e-3
+    track = slope_track(theta, mu, eps_v=eps_v)
+    settled = 20
+    t = 0.01 * (len(track) - settled)
+    assert np.abs(track[settled:] - track[settled]).max() < eps_v * t
+
+
+def spinning_disc(omega):
+    v, t = disc_mesh(0.1, 3)
+    velocity = omega * np.column_stack([-v[:, 1], v[:, 0]])
+    body = Body("disc", v, t, Material(E=1e5, density=1000.0), velocity=velocity, kind="rigid")
+    return Simulation(Scene(bodies=(body,), params=SimParams()))
+
+
+def angular_momentum(sim):
+    """About the centre of mass, from the vertices' lumped masses and velocities."""
+    m, x, v = sim.model.mass, sim.x, sim.v
+    r = x - (m[:, None] * x).sum(axis=0) / m.sum()
+    u = v - (m[:, None] * v).sum(axis=0) / m.sum()
+    return float(np.sum(m * (r[:, 0] * u[:, 1] - r[:, 1] * u[:, 0])))
+
+
+def test_spinning_rigid_disc_keeps_its_angular_momentum():
+    sim = spinning_disc(0.2)
+    sim.step()
+    first = angular_momentum(sim)
+    for _ in range(100):
+        sim.step()
+    assert angular_momentum(sim) == pytest.approx(first, rel=1e-3)
+
+
+def rotor_increments(phi, n):
+    """n more angle increments of implicit Euler on an exactly rigid rotor
+    (x = R(theta) X minimising 1/2 |x - x_n - h v_n|_M^2):
+    2 sin phi' = sin(phi + phi'), solved by bisection on (0, phi]."""
+    out = [phi]
+    for _ in range(n):
+        p, lo, hi = out[-1], 0.0, out[-1]
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if 2.0 * math.sin(mid) < math.sin(p + mid) else (lo, mid)
+        out.append(0.5 * (lo + hi))
+    return np.array(out)
+
+
+def test_fast_spinning_rigid_disc_damps_as_implicit_euler_on_a_rigid_rotor():
+    sim = spinning_disc(5.0)
+    rest, angles = sim.model.rest, [0.0]
+    for _ in range(100):
+        sim.step()
+        angles.append(rotation_angle(rest, sim.x))
+    phi = np.diff(np.unwrap(angles))
+    expected = rotor_increments(phi[1], len(phi) - 2)
+    assert phi[-1] < 0.9 * phi[1]  # the damping is there to be matched
+    np.testing.assert_allclose(phi[1:], expected, rtol=1e-3)
+
+
+def tumbling_block(kind, E):
+    """A tilted block thrown sideways onto tilted ground: it lands on a corner,
+    tips over and slides."""
+    v, t = grid_square(SIDE, 2, (0.0, 0.12), angle=0.4)
+    mat = Material(E=E, nu=0.3, density=1000.0, mu=0.3)
+    body = Body("block", v, t, mat, velocity=np.array([0.5, 0.0]), kind=kind)
+    ground = HalfPlane((0.0, 0.0), (math.sin(0.1), math.cos(0.1)), 0.3, "ground")
+    sim = Simulation(Scene(bodies=(body,), half_planes=(ground,), params=SimParams()))
+    track = []
+    for _ in range(100):
+        sim.step()
+        x = sim.body_positions(0)
+        track.append([*x.mean(axis=0), 0.5 * SIDE * rotation_angle(sim.model.rest, x)])
+    return np.array(track)
+
+
+def test_rigid_block_follows_a_very_stiff_deformable_one():
+    stiff = tumbling_block("deformable", 1e9)
+    rigid_track = tumbling_block("rigid", 1e6)
+    assert np.ptp(stiff[:, 1]) > 0.5 * SIDE and np.ptp(stiff[:, 2]) > 0.1 * SIDE  # it falls and turns
+    assert np.abs(rigid_track - stiff).max() < 0.01 * SIDE
+
+
+def assert_clean_run(scene, steps):
+    """Every step: no boundary edges crossing, no inverted triangle, every
+    rigid body's strain ||A^T A - I||_F below 1e-3; returns the simulation."""
+    sim = Simulation(scene)
+    m = sim.model
+    body_edges = m.edges[~m.is_collider[m.edges[:, 0]]]
+    worst, touching = 0.0, 0
+    for k in range(steps):
+        touching = max(touching, sim.step().active_contacts)
+        assert not len(crossing_edge_pairs(sim.x, body_edges)), f"crossing at step {k + 1}"
+        assert signed_areas(sim.x, m.elements.tris).min() > 0.0, f"inversion at step {k + 1}"
+        A = m.basis.affine(sim.x)
+        strain = np.linalg.norm(np.swapaxes(A, 1, 2) @ A - np.eye(2), axis=(1, 2)).max()
+        worst = max(worst, strain)
+    assert worst < 1e-3
+    assert touching > 10  # the shapes landed on each other and the ground
+    return sim
+
+
+def test_rigid_pile_stays_clean():
+    sim = assert_clean_run(rigid(pile(8, 4, n_seg=4, n_rings=2, n_boundary=16)), 60)
+    assert sim.model.basis.n_rigid == 8
+
+
+def test_mixed_pile_stays_clean():
+    scene = rigid(pile(8, 4, n_seg=4, n_rings=2, n_boundary=16), which={0, 3, 4, 7})
+    sim = assert_clean_run(scene, 60)
+    assert sim.model.basis.n_rigid == 4 and len(sim.model.elastic_elements.tris)
+
+
+def hinged_box(kind):
+    """A box hinged at its top-left corner to the world (a pin link), thrown
+    sideways: it swings down; returns its vertices after 0.5 s."""
+    from solver.links import anchor_at
+    from solver.scene import Link, LinkAnchor
+
+    v, t = grid_square(SIDE, 2, (0.5 * SIDE, -0.5 * SIDE))
+    mat = Material(E=1e8, density=1000.0)
+    body = Body("box", v, t, mat, velocity=np.array([1.0, 0.0]), kind=kind)
+    hinge = Link("hinge", "pin", anchor_at(body, (0.0, 0.0)), LinkAnchor(position=(0.0, 0.0)))
+    sim = Simulation(Scene(bodies=(body,), links=(hinge,), params=SimParams()))
+    for _ in range(50):
+        assert sim.step().converged
+    return sim.body_positions(0)
+
+
+def test_links_act_on_rigid_bodies_through_the_basis():
+    rigid_x, stiff_x = hinged_box("rigid"), hinged_box("deformable")
+    assert rotation_angle(grid_square(SIDE, 2, (0.5 * SIDE, -0.5 * SIDE))[0], rigid_x) < -1.0  # it swung
+    assert np.abs(rigid_x - stiff_x).max() < 0.01 * SIDE
+
+
+def test_a_rigid_scene_continues_bit_for_bit_from_a_checkpoint():
+    scene = rigid(pile(4, 2, n_seg=2, n_rings=1, n_boundary=8), which={0, 3})
+    sim = Simulation(scene)
+    for _ in range(15):
+        sim.step()
+    again = Simulation.from_checkpoint(scene, sim.checkpoint())
+    for _ in range(5):
+        sim.step()
+        again.step()
+    np.testing.assert_array_equal(again.x, sim.x)
+    np.testing.assert_array_equal(again.v, sim.v)
