@@ -100,3 +100,77 @@ def build_compressing_squares(context, n_seg=8, fps=25, substeps=4, n_frames=61)
         obj.select_set(obj in (top, bottom))
     context.view_layer.objects.active = top
     return top, bottom, ceiling
+
+
+def _grid_rect(name, length, width, n_long, n_wide, corner_xz):
+    """n_long x n_wide quads, length along X and width along Z, its lower-left corner at
+    corner_xz (the object's origin at its centre)."""
+    xs, zs = np.meshgrid(
+        np.linspace(-length / 2, length / 2, n_long + 1), np.linspace(-width / 2, width / 2, n_wide + 1)
+    )
+    verts = np.column_stack([xs.ravel(), np.zeros(xs.size), zs.ravel()])
+    i, j = np.meshgrid(np.arange(n_long), np.arange(n_wide))
+    a = (j * (n_long + 1) + i).ravel()
+    quads = np.column_stack([a, a + 1, a + n_long + 2, a + n_long + 1])
+    centre = (corner_xz[0] + length / 2, 0.0, corner_xz[1] + width / 2)
+    return _mesh_object(name, verts, quads, centre)
+
+
+def _link_empty(context, name, location, kind, object1, object2=None):
+    empty = bpy.data.objects.new(name, None)
+    empty.location = location
+    empty.empty_display_size = 0.03
+    context.scene.collection.objects.link(empty)
+    s = empty.ipc_link
+    s.kind, s.object1, s.object2 = kind, object1, object2
+    return empty
+
+
+CHAIN_LINK, CHAIN_OVERLAP, CHAIN_WIDTH = 0.3, 0.05, 0.06  # [m]
+
+
+def build_chain_in_wind(context, n_links=5, fps=24, substeps=4, n_frames=73):
+    """A chain of soft links hinged to a fixed pivot at its left end, starting level, swinging
+    down under gravity while a wind from the left blows it into a wall. Each link overlaps the
+    next by CHAIN_OVERLAP; a Pin at the middle of each overlap holds them (linked bodies do not
+    collide with each other). Returns (links, wall, wind)."""
+    scene = context.scene
+    scene.render.fps, scene.render.fps_base = fps, 1.0
+    scene.frame_start, scene.frame_end = 1, n_frames
+    scene.frame_set(scene.frame_start)
+    scene.use_gravity, scene.gravity = True, (0.0, 0.0, -9.81)
+    pitch = CHAIN_LINK - CHAIN_OVERLAP
+    chain = []
+    for k in range(n_links):
+        obj = _grid_rect(f"IPC_Chain_{k + 1}", CHAIN_LINK, CHAIN_WIDTH, 10, 2, (k * pitch, -CHAIN_WIDTH / 2))
+        scene.collection.objects.link(obj)
+        _set_body(obj)
+        obj.ipc.youngs_modulus, obj.ipc.density = 2e5, 500.0
+        chain.append(obj)
+    _link_empty(context, "IPC_Pivot", (CHAIN_OVERLAP / 2, 0.0, 0.0), "PIN", chain[0])
+    for k in range(1, n_links):
+        x = k * pitch + CHAIN_OVERLAP / 2
+        _link_empty(context, f"IPC_Hinge_{k}", (x, 0.0, 0.0), "PIN", chain[k - 1], chain[k])
+    reach = n_links * pitch + CHAIN_OVERLAP
+    # a wall below the level chain, in the arc of its outer links: it swings down into it
+    wall = _mesh_object(
+        "IPC_Wall",
+        [(0, 0, -1.4), (0.1, 0, -1.4), (0.1, 0, 0), (0, 0, 0)],
+        [(0, 1, 2, 3)],
+        (0.55 * reach, 0, -0.45),
+    )
+    scene.collection.objects.link(wall)
+    wall.ipc.role, wall.ipc.friction = "COLLIDER", 0.3
+    bpy.ops.object.effector_add(type="WIND", location=(-0.3, 0.0, -0.4), rotation=(0.0, np.pi / 2, 0.0))
+    wind = context.active_object
+    wind.name = "IPC_Wind"
+    wind.field.strength, wind.field.flow = 6.0, 0.5
+
+    s = scene.ipc
+    s.plane, s.use_frame_range, s.substeps = "XZ", False, substeps
+    s.use_scene_gravity, s.use_ground = True, False
+    context.view_layer.update()
+    for obj in context.view_layer.objects:
+        obj.select_set(obj in chain)
+    context.view_layer.objects.active = chain[0]
+    return chain, wall, wind

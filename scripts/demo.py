@@ -146,18 +146,31 @@ def total_rotation_deg(frames: np.ndarray) -> float:
     return float(sum(rotation_deg(a, b) for a, b in itertools.pairwise(frames)))
 
 
-def build_scene(addon, bpy, n_seg: int, n_frames: int | None):
+# --scene: (example builder, output name, what the summary calls it)
+SCENES = {
+    "squares": ("build_compressing_squares", "compressing_squares", "compressing squares"),
+    "chain": ("build_chain_in_wind", "chain_in_wind", "a chain on a hinge swinging into a wall in the wind"),
+}
+
+
+def build_scene(addon, bpy, scene_name: str, n_seg: int, n_frames: int | None):
+    """The example's deformable bodies, built in the current file."""
+    builder = getattr(addon.examples, SCENES[scene_name][0])
+    if scene_name == "chain":
+        kwargs = {} if n_frames is None else {"n_frames": n_frames}
+        return builder(bpy.context, **kwargs)[0]
     kwargs = {"n_seg": n_seg}
     params = inspect.signature(addon.examples.build_compressing_squares).parameters
     if n_frames is not None:
         if "n_frames" not in params:
             raise SystemExit("demo: this add-on version's example has no n_frames parameter")
         kwargs["n_frames"] = n_frames
-    return addon.examples.build_compressing_squares(bpy.context, **kwargs)
+    return list(builder(bpy.context, **kwargs)[:2])
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="Bake the compressing-squares scene through the add-on")
+    ap = argparse.ArgumentParser(description="Bake an example scene through the add-on")
+    ap.add_argument("--scene", choices=sorted(SCENES), default="squares", help="example (default squares)")
     ap.add_argument("--n-seg", type=int, default=8, help="grid cells per square side (default 8)")
     ap.add_argument("--frames", type=int, default=None, help="frames to bake (default: the example's)")
     ap.add_argument("--out", default=os.path.join(ROOT, "out"), help="output folder (default out/)")
@@ -192,16 +205,16 @@ def main(argv=None) -> int:
 
 
 def run(bpy, addon, args, out_dir, t_total) -> int:
-    top, bottom, _ceiling = build_scene(addon, bpy, args.n_seg, args.frames)
+    bodies = build_scene(addon, bpy, args.scene, args.n_seg, args.frames)
+    _, stem, title = SCENES[args.scene]
     scene = bpy.context.scene
-    bodies = [top, bottom]
     n_frames = scene.frame_end - scene.frame_start + 1
     substeps = scene.ipc.substeps
     h = 1.0 / (scene.render.fps / scene.render.fps_base * substeps)
     n_verts = sum(len(o.data.vertices) for o in bodies)
     n_tris = sum(len(o.data.polygons) * 2 for o in bodies)
     say(
-        f"[demo] scene: 2 squares, n_seg={args.n_seg} ({n_verts} vertices, {n_tris} triangles), "
+        f"[demo] scene: {title}, {len(bodies)} bodies ({n_verts} vertices, {n_tris} triangles), "
         f"{n_frames} frames x {substeps} substeps (h = {h:.4g} s)"
     )
 
@@ -222,7 +235,7 @@ def run(bpy, addon, args, out_dir, t_total) -> int:
             say(f"[demo] FAILED: {name} has {len(frames)} baked shape keys, expected {n_frames}")
             return 1
 
-    blend = os.path.join(out_dir, "compressing_squares.blend")
+    blend = os.path.join(out_dir, f"{stem}.blend")
     if os.path.exists(blend):  # replace, so Blender does not leave a .blend1 backup next to it
         os.remove(blend)
     bpy.ops.wm.save_as_mainfile(filepath=blend)
@@ -233,8 +246,8 @@ def run(bpy, addon, args, out_dir, t_total) -> int:
 
     say("[demo] pictures ...")
     t_pic = time.perf_counter()
-    film = os.path.join(out_dir, "filmstrip.png")
-    gif = os.path.join(out_dir, "compressing_squares.gif")
+    film = os.path.join(out_dir, "filmstrip.png" if args.scene == "squares" else f"{stem}_filmstrip.png")
+    gif = os.path.join(out_dir, f"{stem}.gif")
     method = render_filmstrip.make_pictures(
         bpy.context,
         film,
@@ -253,10 +266,10 @@ def run(bpy, addon, args, out_dir, t_total) -> int:
     steps = (n_frames - 1) * substeps
     gap = s.stat_min_distance
     lines = [
-        "blender-ipc demo: compressing squares (baked through the add-on)",
+        f"blender-ipc demo: {title} (baked through the add-on)",
         f"Blender              {bpy.app.version_string} (bpy wheel), numpy {np.__version__}",
         f"add-on zip           {os.path.relpath(args.zip or find_zip(None), ROOT)}",
-        f"mesh                 2 squares, n_seg={args.n_seg}, {n_verts} vertices, {n_tris} triangles",
+        f"mesh                 {len(bodies)} bodies, {n_verts} vertices, {n_tris} triangles",
         f"frames               {s.stat_frames} baked (frames {scene.frame_start}..{scene.frame_end}), "
         f"{steps} time steps of {h:.4g} s",
         f"bake wall time       {s.stat_wall_time:.1f} s (operator call {bake_wall:.1f} s, "
