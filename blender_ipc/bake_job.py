@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import blas_threads, frame_motion, messages
+from . import blas_threads, frame_diagnostics, frame_motion, messages
 from .colliders import (
     ColliderReport,
     collider_reports,
@@ -64,6 +64,7 @@ class BakeStats:
     motion_splits: int = 0
     refined_frames: int = 0
     crossings: list = field(default_factory=list)
+    frame_rows: list = field(default_factory=list)  # frame_diagnostics.frame_row per frame
 
 
 class BakeJob:
@@ -232,6 +233,7 @@ class BakeJob:
         if advance.pairs:
             self.stats.crossings.append(frame_motion.FrameCrossing(frame, advance.pairs, advance.substeps))
         self.stats.refined_frames += advance.substeps != self.substeps
+        self.stats.frame_rows.append(frame_diagnostics.frame_row(advance))
         self.frames.append([self.sim.body_positions(i).copy() for i in range(len(self.inputs))])
         self.stats.frames = self.frames_done
         self.stats.collider_lag.append(lag)
@@ -323,6 +325,7 @@ class BakeJob:
             s.bake_frame_goal = self.frame_end
             s.bake_message = self.failure or ""
         self._record_stats()
+        frame_diagnostics.key_scene(self.scene, self.frame_start + self.base + 1, self.stats.frame_rows)
         if stored is not None:
             put_checkpoint(self, stored)
         return True
