@@ -14,6 +14,9 @@ Scenes (names accepted on the command line; ``S3`` means both of its sizes):
     S3-64  compressing squares, n_seg = 64, 100 steps
     S4     pile of 100 squares/discs (81 vertices each) in a box (ground + two
            walls as half-planes) compressed by a descending ceiling collider, 200 steps
+    SAW    a saw of 100 1 cm teeth pressed into a fixed one (~500 contacts), 40 steps
+    PRESS  S4's pile in a 3.6 m box, gravity 20 m/s^2, the ceiling slammed from 2.64 m
+           to 1.36 m in 0.6 s (tests/stress/heavy.py), 60 steps
 
 Every scene runs in a fresh child process so that its peak memory
 (``ru_maxrss`` growth while stepping) and its timers are its own.  Progress
@@ -70,6 +73,9 @@ SCENES = {
     "S3-32": SceneSpec("S3-32", 100, 20, "compressing squares, n_seg=32"),
     "S3-64": SceneSpec("S3-64", 100, 10, "compressing squares, n_seg=64"),
     "S4": SceneSpec("S4", 200, 15, "pile: 100 squares/discs in a box, ceiling"),
+    # issue 35, point 4 (tests/stress/heavy.py): many contacts on one body, and a hard crush
+    "SAW": SceneSpec("SAW", 40, 10, "saw pressed into a fixed saw, 100 teeth, ~500 contacts"),
+    "PRESS": SceneSpec("PRESS", 60, 15, "S4's pile, 3.6 m box, g 20, ceiling slammed in 0.6 s"),
 }
 ALIASES = {"S3": ("S3-32", "S3-64")}
 
@@ -103,6 +109,10 @@ def build_scene(name):
         return compressing_squares(n_seg=64)
     if name == "S4":
         return pile(**PILE_ARGS)
+    if name in ("SAW", "PRESS"):
+        from tests.stress.heavy import fine_saw, press_slam
+
+        return (fine_saw if name == "SAW" else press_slam)()[0]
     raise ValueError(f"unknown scene {name!r}; known: {', '.join(SCENES)}")
 
 
@@ -115,7 +125,7 @@ def expand_scenes(names):
             raise SystemExit(f"bench: bad step count in {n!r} (expected NAME:STEPS, STEPS >= 1)")
         for s in ALIASES.get(key, (key,)):
             if s not in SCENES:
-                raise SystemExit(f"bench: unknown scene {n!r}; known: S1 S2 S3 S3-32 S3-64 S4")
+                raise SystemExit(f"bench: unknown scene {n!r}; known: S1 S2 S3 S3-32 S3-64 S4 SAW PRESS")
             if s not in [o[0] for o in out]:
                 out.append((s, int(steps) if steps else None))
     return out

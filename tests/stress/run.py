@@ -192,12 +192,31 @@ def save_case(ss, path, note=""):
         fh.write(dumps_scene(d))
 
 
+HEAVY_PREFIX = "heavy:"
+
+
+def heavy_names():
+    from tests.stress.heavy import HEAVY
+
+    return list(HEAVY)
+
+
+def heavy_scene(name):
+    """One of tests/stress/heavy.py's scenes (issue 35, point 4) as a StressScene."""
+    from tests.stress.heavy import HEAVY
+
+    scene, steps = HEAVY[name]()
+    return StressScene(HEAVY_PREFIX + name, "heavy", scene, steps)
+
+
 # ----------------------------------------------------------------- driver
 
 
 def _worker(args):
     index, budget, verbose, linear_solver = args
-    if isinstance(index, str):
+    if isinstance(index, str) and index.startswith(HEAVY_PREFIX):
+        ss = heavy_scene(index[len(HEAVY_PREFIX) :])
+    elif isinstance(index, str):
         ss = load_case(index)
     else:
         try:
@@ -285,6 +304,7 @@ def main(argv=None):
     g.add_argument("--subset", action="store_true", help=f"the fast subset {SUBSET}")
     g.add_argument("--scenes", help="indices, e.g. 3,17,40-45")
     g.add_argument("--case", nargs="+", help="saved case JSON files (description holds steps=N)")
+    g.add_argument("--heavy", action="store_true", help="the hard scenes of tests/stress/heavy.py")
     ap.add_argument("--count", type=int, default=CORPUS_SIZE, help="with --all: number of scenes")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="wall-clock seconds per scene")
@@ -304,6 +324,8 @@ def main(argv=None):
         if a.subset
         else _parse_scenes(a.scenes)
         if a.scenes
+        else [HEAVY_PREFIX + name for name in heavy_names()]
+        if a.heavy
         else list(a.case)
     )
 
