@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import math
 
+import bpy
 import numpy as np
 
-from .common import fcurves_of
+from .common import KEY_PREFIX, fcurves_of
+
+# The scene's own action for the diagnostics when it has none (Delete Bake removes it).
+ACTION_NAME = f"{KEY_PREFIX}Diagnostics"
 
 # (custom property, what it is), in the order of a row's columns
 PROPERTIES = (
@@ -52,6 +56,9 @@ def key_scene(scene, first_frame: int, rows) -> None:
     if len(rows) == 0:
         return
     frames = first_frame + np.arange(len(rows), dtype=float)
+    anim = scene.animation_data or scene.animation_data_create()
+    if anim.action is None:  # our own (a scene action of the artist's gets the curves instead)
+        anim.action = bpy.data.actions.new(ACTION_NAME)
     for k, (name, description) in enumerate(PROPERTIES):
         scene[name] = float(rows[-1, k])
         scene.id_properties_ui(name).update(description=description)
@@ -80,3 +87,34 @@ def _set_keys(scene, path, frames, values):
 
 def _curve(scene, path):
     return next((fc for fc in fcurves_of(scene) if fc.data_path == path), None)
+
+
+def remove(scene) -> None:
+    """Delete Bake: the diagnostics' properties and keys go (our own action with them)."""
+    for name, _ in PROPERTIES:
+        if scene.get(name) is not None:
+            del scene[name]
+    anim = scene.animation_data
+    action = anim.action if anim else None
+    if action is None:
+        return
+    if action.name.startswith(ACTION_NAME):
+        anim.action = None
+        if action.users == 0:
+            bpy.data.actions.remove(action)
+        return
+    paths = {f'["{name}"]' for name, _ in PROPERTIES}
+    for curves in _curve_collections(anim):
+        for fc in [fc for fc in curves if fc.data_path in paths]:
+            curves.remove(fc)
+
+
+def _curve_collections(anim):
+    """The f-curve collections of the scene's action: Action.fcurves (3.x/4.x) or its
+    channelbags' (5.x)."""
+    action = anim.action
+    if hasattr(action, "fcurves"):
+        return [action.fcurves]
+    slot = getattr(anim, "action_slot", None)
+    bags = [strip.channelbag(slot) for layer in action.layers for strip in layer.strips] if slot else []
+    return [bag.fcurves for bag in bags if bag is not None]

@@ -64,7 +64,6 @@ def advance_frame(sim, substeps: int, refine: bool, steps: list) -> FrameAdvance
     refine: a crossing frame is computed again from its start with more substeps.
     `steps` (empty list) receives each kept step's StepStats as it is taken, so a failure's
     substep is known to the caller (a refined attempt starts it afresh)."""
-    frame_dt = substeps * sim.params.dt
     start = sim.checkpoint() if refine else None
     x0 = sim.positions
     n = substeps
@@ -73,9 +72,8 @@ def advance_frame(sim, substeps: int, refine: bool, steps: list) -> FrameAdvance
             sim.restore(start)
             steps.clear()
             n = substeps << doubling
-        dt = None if n == substeps else frame_dt / n
         for _ in range(n):
-            steps.append(sim.step(dt))
+            steps.append(sim.step() if n == substeps else sim.step(substeps * sim.params.dt / n))
         pairs = crossing_pairs(sim.model, x0, sim.x)
         if not pairs:
             break

@@ -130,3 +130,29 @@ def test_the_film_strip_plot_draws_the_keyed_values():
     blue = (img == render_filmstrip.PLOT_COLOR).all(axis=2)
     for k in range(len(NAMES)):
         assert blue[44 * k : 44 * (k + 1), 150:].any(), NAMES[k]
+
+
+def test_delete_bake_removes_the_diagnostics_and_their_action():
+    _scene()
+    n_actions = len(bpy.data.actions)
+    assert bpy.ops.ipc.bake(target="SELECTED") == {"FINISHED"}
+    scene = bpy.context.scene
+    assert scene.get("ipc_min_gap") is not None and len(bpy.data.actions) == n_actions + 2
+    assert bpy.ops.ipc.delete_bake() == {"FINISHED"}
+    assert all(scene.get(name) is None for name in NAMES)
+    assert len(bpy.data.actions) == n_actions and scene.animation_data.action is None
+
+
+def test_a_scene_action_of_the_artist_keeps_its_own_curves():
+    _scene()
+    scene = bpy.context.scene
+    scene["artist_value"] = 1.0
+    scene.keyframe_insert('["artist_value"]', frame=1)  # the artist's own scene animation
+    own = scene.animation_data.action
+    assert bpy.ops.ipc.bake(target="SELECTED") == {"FINISHED"}
+    assert scene.animation_data.action == own
+    paths = {fc.data_path for fc in harness.sub("adapter").fcurves_of(scene)}
+    assert paths == {'["artist_value"]', *(f'["{n}"]' for n in NAMES)}
+    assert bpy.ops.ipc.delete_bake() == {"FINISHED"}
+    assert scene.animation_data.action == own
+    assert [fc.data_path for fc in harness.sub("adapter").fcurves_of(scene)] == ['["artist_value"]']
