@@ -4,6 +4,7 @@
     python3 -m tests.stress.run --subset                # the 12 fast scenes of the test suite
     python3 -m tests.stress.run --scenes 5,17,40-45 -v  # selected scenes, per-step lines
     python3 -m tests.stress.run --case tests/stress/cases/foo.json   # a saved case
+    python3 -m tests.stress.run --heavy --budget 900    # saw meshing, press slam (heavy.py)
 
 For every scene: the solver must accept it (``rejected`` otherwise); the
 initial state and the state after every step are checked
