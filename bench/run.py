@@ -14,6 +14,9 @@ Scenes (names accepted on the command line; ``S3`` means both of its sizes):
     S3-64  compressing squares, n_seg = 64, 100 steps
     S4     pile of 100 squares/discs (81 vertices each) in a box (ground + two
            walls as half-planes) compressed by a descending ceiling collider, 200 steps
+    SAW    a saw of 100 1 cm teeth pressed into a fixed one (~500 contacts), 40 steps
+    PRESS  S4's pile in a 3.6 m box, gravity 20 m/s^2, the ceiling slammed from 2.64 m
+           to 1.36 m in 0.6 s (tests/stress/heavy.py), 60 steps
 
 Every scene runs in a fresh child process so that its peak memory
 (``ru_maxrss`` growth while stepping) and its timers are its own.  Progress
@@ -78,6 +81,9 @@ SCENES = {
     "R500": SceneSpec("R500", 60, 15, "pile: 500 rigid shapes, 22 columns"),
     "R1000": SceneSpec("R1000", 60, 15, "pile: 1000 rigid shapes, 32 columns"),
     "M500": SceneSpec("M500", 60, 15, "pile: 100 deformable + 400 rigid shapes, 22 columns"),
+    # issue 35, point 4 (tests/stress/heavy.py): many contacts on one body, and a hard crush
+    "SAW": SceneSpec("SAW", 40, 10, "saw pressed into a fixed saw, 100 teeth, ~500 contacts"),
+    "PRESS": SceneSpec("PRESS", 60, 15, "S4's pile, 3.6 m box, g 20, ceiling slammed in 0.6 s"),
 }
 RIGID_COLUMNS = {"R100": 10, "R250": 16, "R500": 22, "R1000": 32}
 ALIASES = {"S3": ("S3-32", "S3-64"), "R": ("R100", "R250", "R500", "R1000")}
@@ -120,6 +126,10 @@ def build_scene(name):
     if name in RIGID_COLUMNS:
         n = int(name[1:])
         return _all_rigid(pile(**{**PILE_ARGS, "n_shapes": n, "n_columns": RIGID_COLUMNS[name]}))
+    if name in ("SAW", "PRESS"):
+        from tests.stress.heavy import fine_saw, press_slam
+
+        return (fine_saw if name == "SAW" else press_slam)()[0]
     raise ValueError(f"unknown scene {name!r}; known: {', '.join(SCENES)}")
 
 

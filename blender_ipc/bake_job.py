@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import bake_files, blas_threads, links, messages
+from . import bake_files, blas_threads, frame_diagnostics, frame_motion, links, messages
 from .animated import at_start, read_animation
 from .bake_files import exports_holding
 from .colliders import (
@@ -68,6 +68,13 @@ class BakeStats:
     # (negative: overlap), over the frame's substeps [m].
     collider_lag: list = field(default_factory=list)
     collider_distance: list = field(default_factory=list)
+    # this job's frames only (not restored by Continue Bake): steps the solver split because
+    # their straight motion crossed, frames computed again with more substeps, and the frames
+    # whose straight motion from the frame before still crosses (frame_motion.FrameCrossing)
+    motion_splits: int = 0
+    refined_frames: int = 0
+    crossings: list = field(default_factory=list)
+    frame_rows: list = field(default_factory=list)  # frame_diagnostics.frame_row per frame
 
 
 class BakeJob:
@@ -131,9 +138,11 @@ class BakeJob:
 
     @property
     def note(self) -> str:
-        """Objects that touched at the start and were separated for the simulation, or ''."""
+        """Objects that touched at the start and were separated for the simulation, the fields
+        it ignores, and what the solver changed in the scene (Simulation.notes), or ''."""
         parts = [separation_report(self.separated, self.solver_scene.params.dhat)]
         parts += [m[0].upper() + m[1:] for m in getattr(self, "field_messages", ())]
+        parts += list(self.sim.notes)
         return "; ".join(p for p in parts if p)
 
     def _read(self, context):
@@ -240,19 +249,13 @@ class BakeJob:
     def step_frame(self):
         """Advance one frame (all its substeps). Solver failures end the job with a message."""
         frame = self.frame_start + self.frames_done
-        done = 0  # substeps of this frame computed
+        steps = []  # this frame's StepStats so far
         try:
-            n_col = len(self.collider_objs)
-            lag, dist = np.zeros(n_col), np.full(n_col, math.inf)
-            for _ in range(self.substeps):
-                st = self.sim.step()
-                done += 1
-                self.stats.newton_iters += st.newton_iters
-                self.stats.min_distance = min(self.stats.min_distance, st.min_distance)
-                lag = np.maximum(lag, st.collider_lags)
-                dist = np.minimum(dist, st.animated_collider_distances)
+            advance = frame_motion.advance_frame(
+                self.sim, self.substeps, self.scene.ipc.refine_crossing_frames, steps
+            )
         except Exception as err:  # solver failures, and anything else: the message tells
-            self.failure = self._failure_message(err, frame, done + 1)
+            self.failure = self._failure_message(err, frame, len(steps) + 1)
             return
         try:
             self.frames.append([self.sim.body_positions(i) for i in range(len(self.inputs))])
@@ -262,6 +265,18 @@ class BakeJob:
                 f"in the temporary folder '{self.frames.folder}'; free some space and bake again"
             )
             return
+        n_col = len(self.collider_objs)
+        lag, dist = np.zeros(n_col), np.full(n_col, math.inf)
+        for st in advance.steps:
+            self.stats.newton_iters += st.newton_iters
+            self.stats.min_distance = min(self.stats.min_distance, st.min_distance)
+            self.stats.motion_splits += st.motion_splits
+            lag = np.maximum(lag, st.collider_lags)
+            dist = np.minimum(dist, st.animated_collider_distances)
+        if advance.pairs:
+            self.stats.crossings.append(frame_motion.FrameCrossing(frame, advance.pairs, advance.substeps))
+        self.stats.refined_frames += advance.substeps != self.substeps
+        self.stats.frame_rows.append(frame_diagnostics.frame_row(advance))
         self.stats.frames = self.frames_done
         self.stats.collider_lag.append(lag)
         self.stats.collider_distance.append(dist)
@@ -298,8 +313,13 @@ class BakeJob:
 
     @property
     def warning(self) -> str:
-        """Colliders that could not follow their animation, or ''."""
-        return lag_warning(self.collider_reports(), self.solver_scene.params.dhat)
+        """Colliders that could not follow their animation, frames whose straight motion
+        crosses (frame_motion), or ''."""
+        lag = lag_warning(self.collider_reports(), self.solver_scene.params.dhat)
+        crossing = messages.frame_crossing_warning(
+            self.stats.crossings, self.substeps, self.scene.ipc.refine_crossing_frames
+        )
+        return "\n".join(w for w in (lag, crossing) if w)
 
     def step(self, budget: float | None = None) -> bool:
         """Compute frames until done or `budget` seconds have passed; returns ``done``."""
@@ -350,6 +370,7 @@ class BakeJob:
             raise
         bake_files.discard(aside)
         self._record_stats()
+        frame_diagnostics.key_scene(self.scene, self.frame_start + self.base + 1, self.stats.frame_rows)
         if stored is not None:
             put_checkpoint(self, stored)
         if self.resume is not None:  # a new bake removed them (write_bake); these hold old frames
@@ -438,6 +459,7 @@ class BakeJob:
         s.stat_lag_frames = compact_ranges(frames[(lags > self.solver_scene.params.dhat).any(axis=1)])
         s.stat_overlap_frames = compact_ranges(frames[(dists < 0.0).any(axis=1)])
         s.stat_warning = lag_warning(reports, self.solver_scene.params.dhat)
+        frame_motion.record(s, self.stats, self.note)
         s.stat_colliders.clear()
         for r in reports:
             item = s.stat_colliders.add()

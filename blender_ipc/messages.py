@@ -18,6 +18,7 @@ import numpy as np
 
 from .common import format_length
 from .solver import ConvergenceError, SolverInputError
+from .solver.collider_check import compact_ranges
 
 # The solver's messages (solver/newton.py), matched to pick out their numbers.
 _NEWTON = re.compile(
@@ -122,3 +123,24 @@ def solver_failure(
             f"use {more_substeps}, or remesh {subject} with Make Simulation Mesh (very thin triangles)"
         )
     return f"{head}: {text}" + (f" ({when.strip()}{at})" if at else "")
+
+
+def frame_crossing_warning(crossings, substeps: int, refine: bool) -> str:
+    """The bake's warning about frames whose straight motion from the frame before crosses
+    another object (frame_motion.FrameCrossing records; '' if none): which objects, which
+    frames, and what to change."""
+    if not crossings:
+        return ""
+    pairs = sorted({p for c in crossings for p in c.pairs})
+    who = ", ".join(f"'{a}' through itself" if a == b else f"'{a}' and '{b}'" for a, b in pairs[:3])
+    if len(pairs) > 3:
+        who += f" and {len(pairs) - 3} more"
+    frames = compact_ranges([c.frame for c in crossings])
+    if refine:
+        fix = f"even with {max(c.substeps for c in crossings)} substeps; raise the scene's frame rate"
+    else:
+        fix = f"raise Substeps (now {substeps}) or turn on Refine Crossing Frames"
+    return (
+        f"IPC: between frames the straight motion crosses ({who}) into frame {frames}: "
+        f"motion blur and sub-frame interpolation show them passing through each other; {fix}"
+    )

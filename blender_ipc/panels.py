@@ -4,7 +4,7 @@ import textwrap
 
 import bpy
 
-from . import adapter, link_ui, remesh
+from . import adapter, frame_motion, link_ui, remesh
 from .operators import RunningBake, _progress_text
 
 
@@ -99,6 +99,7 @@ def draw_scene(layout, context):
         row.prop(s, "frame_start")
         row.prop(s, "frame_end")
     col.prop(s, "substeps")
+    col.prop(s, "refine_crossing_frames")
     col.label(text=f"Time step: {adapter.sim_dt(context.scene) * 1000:.3g} ms")
     col.prop(s, "use_scene_gravity")
     if not s.use_scene_gravity:
@@ -160,6 +161,7 @@ def draw_bake(layout, context):
         if s.stat_states:
             box.label(text=f"Stored solver states: {s.stat_states}, {s.stat_state_bytes / 1024:.0f} kB each")
         draw_distances(box, s)
+        frame_motion.draw_report(box, s)
         if s.stat_message:
             box.label(text=s.stat_message, icon="ERROR")
 

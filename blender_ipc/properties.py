@@ -306,6 +306,12 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
         default=100,
     )
     substeps: IntProperty(name="Substeps", description="Time steps per frame", default=4, min=1, soft_max=50)
+    refine_crossing_frames: BoolProperty(
+        name="Refine Crossing Frames",
+        default=False,
+        description="Compute a frame again with 2x, then 4x the substeps when the straight motion "
+        "from the frame before passes one object through another (what motion blur shows)",
+    )
     use_scene_gravity: BoolProperty(
         name="Scene Gravity", default=True, description="Use the scene's gravity projected to the plane"
     )
@@ -483,6 +489,23 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
     stat_warning: StringProperty(
         options={"HIDDEN"},
         description="Warning of the last bake about colliders that could not follow their animation",
+    )
+    stat_crossing_frames: StringProperty(
+        options={"HIDDEN"},
+        description="Frames of the last bake whose straight motion from the frame before passes "
+        "one object through another, e.g. '12, 30-31'",
+    )
+    stat_crossing_warning: StringProperty(
+        options={"HIDDEN"}, description="Warning of the last bake about frames whose motion crosses"
+    )
+    stat_motion_splits: IntProperty(
+        options={"HIDDEN"}, description="Steps of the last bake the solver split because their motion crossed"
+    )
+    stat_refined_frames: IntProperty(
+        options={"HIDDEN"}, description="Frames of the last bake computed again with more substeps"
+    )
+    stat_notes: StringProperty(
+        options={"HIDDEN"}, description="What the solver changed in the scene, and why"
     )
     stat_states: IntProperty(options={"HIDDEN"}, description="Solver states stored with the last bake")
     stat_state_bytes: IntProperty(

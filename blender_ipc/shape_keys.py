@@ -7,6 +7,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
+from . import frame_diagnostics
 from .bake_files import remove_exports_of
 from .common import KEY_PREFIX, PLANE_AXES, IPCError, fcurves_of, is_our_bake
 from .pc2 import cache_modifier, remove_cache
@@ -54,6 +55,7 @@ def clear_stats_if_gone(context):
         if name.startswith("stat_") and name != "stat_colliders":
             s.property_unset(name)
     s.stat_colliders.clear()
+    frame_diagnostics.remove(context.scene)
 
 
 def to_local_frames(body: BodyInput, positions: np.ndarray, mats: np.ndarray, plane: str):

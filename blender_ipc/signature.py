@@ -12,6 +12,7 @@ from . import link_sig
 from .animated import keyed_paths
 from .common import fcurves_of, frame_range, local_coords, matrix_of
 from .fields import field_objects, fields_text
+from .frame_diagnostics import PROPERTIES as DIAGNOSTICS
 from .reading import has_handoff, is_obstacle_body, obstacles
 
 _TRANSFORM_CHANNELS = (
@@ -27,10 +28,14 @@ _TRANSFORM_CHANNELS = (
 )
 
 
+# The scene's per-frame diagnostics are keyed by the bake itself: an output, not an input.
+_BAKE_OUTPUTS = frozenset(f'["{name}"]' for name, _ in DIAGNOSTICS)
+
+
 def _curves_signature(id_data, h):
     """Hash id_data's F-curve keys; returns its drivers (for the caller to hash) and the animated
     (data_path, index) pairs, whose current values depend on the frame and stay out of the hash."""
-    curves = fcurves_of(id_data)
+    curves = [fc for fc in fcurves_of(id_data) if fc.data_path not in _BAKE_OUTPUTS]
     anim = id_data.animation_data
     drivers = list(anim.drivers) if anim else []
     for fc in sorted(curves, key=lambda c: (c.data_path, c.array_index)):
@@ -163,7 +168,7 @@ def _settings_items(scene) -> list[tuple[str, str]]:
     """The scene settings that shape the simulated motion, as (label, value text) (cheap)."""
     settings = scene.ipc
     items = []
-    keyed = keyed_paths(scene)
+    keyed = keyed_paths(scene) - _BAKE_OUTPUTS
     for name in sorted(settings.bl_rna.properties.keys()):
         if name not in _NOT_INPUTS and not name.startswith("stat_"):
             value = "keyed" if f"ipc.{name}" in keyed else getattr(settings, name)

@@ -227,6 +227,20 @@ _GLYPHS = {
     "m": "000111111101101",
     "e": "000111111100011",
     "-": "000000111000000",
+    "c": "000011100100011",
+    "d": "001001011101011",
+    "g": "000011101011110",
+    "h": "100100110101101",
+    "i": "010000010010010",
+    "k": "100101110101101",
+    "l": "010010010010011",
+    "n": "000110101101101",
+    "o": "000010101101010",
+    "p": "000110101110100",
+    "u": "000101101101011",
+    "v": "000101101101010",
+    "w": "000101101111111",
+    "x": "000101010101101",
 }
 
 
@@ -286,6 +300,58 @@ def filmstrip(
         out[y : y + h, x : x + w] = im
         draw_text(out, text, x + 4, y + h + 4)
     return out
+
+
+# The bake's per-frame diagnostics (blender_ipc/frame_diagnostics.py: keyed custom properties
+# of the scene) drawn under the film strip: (property, label).
+DIAGNOSTICS = (
+    ("ipc_min_gap", "min gap m"),
+    ("ipc_active_contacts", "contacts"),
+    ("ipc_newton_iterations", "newton its"),
+    ("ipc_nonconverged_steps", "not conv"),
+    ("ipc_collider_lag", "lag m"),
+    ("ipc_motion_splits", "splits"),
+    ("ipc_frame_crossings", "crossings"),
+)
+PLOT_COLOR = (31, 119, 180)
+
+
+def diagnostics_plot(frames, series, width: int, row_h: int = 44) -> np.ndarray:
+    """One strip per (label, values) in `series` over `frames` (F,): the label and the value
+    range on the left, the values as a polyline scaled to the strip on the right."""
+    left, pad = 150, 6
+    out = np.full((row_h * len(series), width, 3), 255, np.uint8)
+    frames = np.asarray(frames, float)
+    span = max(frames[-1] - frames[0], 1.0)
+    for k, (label, raw) in enumerate(series):
+        y0 = k * row_h
+        values = np.asarray(raw, float)
+        lo, hi = float(values.min()), float(values.max())
+        hi = hi if hi - lo > 1e-12 else lo  # rounding noise (a lag of 1e-22 m) drawn flat
+        draw_text(out, label, 4, y0 + pad)
+        draw_text(out, f"{lo:.3g}-{hi:.3g}" if hi > lo else f"{lo:.3g}", 4, y0 + pad + 14)
+        out[y0 + row_h - 1, left:] = 220  # a rule between the strips
+        px = left + (frames - frames[0]) / span * (width - left - pad)
+        scaled = (values - lo) / (hi - lo) if hi > lo else np.full(len(values), 0.5)
+        py = y0 + row_h - pad - scaled * (row_h - 2 * pad)
+        points = np.column_stack([px, py])
+        if len(points) > 1:
+            draw_segments(out, np.stack([points[:-1], points[1:]], axis=1), PLOT_COLOR, width=2.0)
+    return out
+
+
+def scene_diagnostics(scene, first: int, last: int):
+    """(frames, [(label, values)]) of the DIAGNOSTICS the scene holds, as Blender evaluates them
+    at frames first + 1 .. last (the bake keys them from its first computed frame on)."""
+    names = [(name, label) for name, label in DIAGNOSTICS if scene.get(name) is not None]
+    frames = list(range(first + 1, last + 1))
+    if not names or not frames:
+        return frames, []
+    values = np.empty((len(frames), len(names)))
+    for i, f in enumerate(frames):
+        scene.frame_set(f)
+        values[i] = [float(scene[name]) for name, _ in names]
+    return frames, [(label, values[:, k]) for k, (_, label) in enumerate(names)]
 
 
 # ----------------------------------------------------------------------------- Blender side
@@ -510,7 +576,11 @@ def make_pictures(
     if images is None:
         images = draw_frames(context, strip_frames, box, width)
         used = "draw"
-    write_png(out_png, filmstrip(images, [label(f) for f in strip_frames], columns))
+    strip = filmstrip(images, [label(f) for f in strip_frames], columns)
+    plot_frames, series = scene_diagnostics(scene, first, last)
+    if series:  # the bake's per-frame diagnostics under the strip
+        strip = np.concatenate([strip, diagnostics_plot(plot_frames, series, strip.shape[1])])
+    write_png(out_png, strip)
     log(f"[picture] {out_png}: frames {strip_frames} ({used})")
     if out_gif and gif_frames:
         gif_images = draw_frames(context, gif_frames, box, width)

@@ -246,14 +246,15 @@ class Simulation:
         return sim
 
     # ------------------------------------------------------------ stepping
-    def step(self):
-        """Advance one time step; returns StepStats (raises ConvergenceError in strict mode).
+    def step(self, dt: float | None = None):
+        """Advance one time step (of dt, params.dt when None: the add-on refines a
+        frame with shorter steps); returns StepStats (raises ConvergenceError in strict mode).
 
         The step's straight motion is checked (solver/motion_check.py): where a
         primitive would pass through another, the step is taken again as two
         halves, recursively (docs/design/14-step-motion-check.md)."""
         t_start = _time.perf_counter()
-        h = self.params.dt
+        h = self.params.dt if dt is None else dt
         tally = _MotionTally()
         solved, summary = self._advance(h, self.time + h, 0, tally)
         self.step_index += 1

@@ -193,7 +193,8 @@ def test_rebake_replaces_cleanly_and_outdated_marker():
         f"{adapter.KEY_PREFIX}{f:05d}" for f in range(1, 5)
     ]
     assert len(bpy.data.shape_keys) == 2
-    assert len(bpy.data.actions) == n_actions + 2
+    # the two bodies' key actions and the scene's diagnostics (frame_diagnostics)
+    assert len(bpy.data.actions) == n_actions + 3
     assert top.data.shape_keys.key_blocks[0].data[0].co == top.data.vertices[0].co
     assert harness.local_coords(top.data).tobytes() == rest
 

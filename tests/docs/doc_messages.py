@@ -32,6 +32,7 @@ ADDON_ERRORS = {"ValueError", "RuntimeError"}
 # (file name, function name): functions whose returned strings are messages shown to the user.
 MESSAGE_FUNCTIONS = {
     ("messages.py", "solver_failure"),
+    ("messages.py", "frame_crossing_warning"),
     ("reading.py", "separation_report"),
     ("colliders.py", "lag_warning"),
     ("reading.py", "body_type_problem"),

@@ -4,6 +4,7 @@
     python3 -m tests.stress.run --subset                # the 14 fast scenes of the test suite
     python3 -m tests.stress.run --scenes 5,17,40-45 -v  # selected scenes, per-step lines
     python3 -m tests.stress.run --case tests/stress/cases/foo.json   # a saved case
+    python3 -m tests.stress.run --heavy --budget 900    # saw meshing, press slam (heavy.py)
 
 For every scene: the solver must accept it (``rejected`` otherwise); the
 initial state and the state after every step are checked
@@ -193,12 +194,31 @@ def save_case(ss, path, note=""):
         fh.write(dumps_scene(d))
 
 
+HEAVY_PREFIX = "heavy:"
+
+
+def heavy_names():
+    from tests.stress.heavy import HEAVY
+
+    return list(HEAVY)
+
+
+def heavy_scene(name):
+    """One of tests/stress/heavy.py's scenes (issue 35, point 4) as a StressScene."""
+    from tests.stress.heavy import HEAVY
+
+    scene, steps = HEAVY[name]()
+    return StressScene(HEAVY_PREFIX + name, "heavy", scene, steps)
+
+
 # ----------------------------------------------------------------- driver
 
 
 def _worker(args):
     index, budget, verbose, linear_solver = args
-    if isinstance(index, str):
+    if isinstance(index, str) and index.startswith(HEAVY_PREFIX):
+        ss = heavy_scene(index[len(HEAVY_PREFIX) :])
+    elif isinstance(index, str):
         ss = load_case(index)
     else:
         try:
@@ -287,6 +307,7 @@ def main(argv=None):
     g.add_argument("--rigid", action="store_true", help="the rigid and mixed variants (issue 34)")
     g.add_argument("--scenes", help="indices, e.g. 3,17,40-45")
     g.add_argument("--case", nargs="+", help="saved case JSON files (description holds steps=N)")
+    g.add_argument("--heavy", action="store_true", help="the hard scenes of tests/stress/heavy.py")
     ap.add_argument("--count", type=int, default=CORPUS_SIZE, help="with --all: number of scenes")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="wall-clock seconds per scene")
@@ -308,6 +329,8 @@ def main(argv=None):
         if a.rigid
         else _parse_scenes(a.scenes)
         if a.scenes
+        else [HEAVY_PREFIX + name for name in heavy_names()]
+        if a.heavy
         else list(a.case)
     )
 
