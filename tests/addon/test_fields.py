@@ -46,7 +46,7 @@ def _field(kind, location=(0.0, 0.0, 0.0), rotation=(0.0, 0.0, 0.0)):
 
 def _scene_with_fields():
     """A wind along +X (its flow a linear drag) and a point attractor with a
-    sphere falloff, both as Blender makes them, their strength keyed."""
+    sphere falloff, both as Blender makes them."""
     scene = bpy.context.scene
     scene.render.fps, scene.render.fps_base = FPS, 1.0
     scene.frame_start, scene.frame_end = 1, FRAMES
@@ -56,14 +56,11 @@ def _scene_with_fields():
     wind.field.strength, wind.field.flow = 2.0, 0.5
     pull = _field("FORCE", location=(1.2, 0.0, -0.3))
     pull.field.falloff_power, pull.field.use_min_distance, pull.field.distance_min = 1.5, True, 0.1
-    # keyed, read per substep; constant between keys, since Blender's particles see a field's
-    # animated values as of the frame (their subframes do not evaluate the animation again)
-    for frame, strength in ((1, -1.0), (13, -4.0)):
-        pull.field.strength = strength
-        pull.keyframe_insert("field.strength", frame=frame)
-    for fc in harness.sub("adapter").fcurves_of(pull):
-        for kp in fc.keyframe_points:
-            kp.interpolation = "CONSTANT"
+    # Not keyed: whether a Blender particle sees a keyed field value of the frame or of the frame
+    # before depends on the depsgraph's evaluation order, which changes from one process to the
+    # next (PYTHONHASHSEED 0 and 1 give paths 2 % apart). Keyed fields are read per substep in
+    # test_a_bake_reads_the_fields_and_the_keyed_settings and tests/solver/test_fields.py.
+    pull.field.strength = -2.5
     return _particle()
 
 
@@ -105,10 +102,7 @@ def test_fields_move_a_stiff_body_as_they_move_a_blender_particle():
     moved = np.linalg.norm(particle[-1] - particle[0])
     assert moved > 0.5, moved
     err = np.linalg.norm(body - particle, axis=1).max()
-    # Issue 32 asks for 1 %. Runs of the same code agree to 0.37 % of the travel in some
-    # processes and to 2.1 % in others (cause not found yet), so this checks what holds every
-    # time; the 1 % point of the issue is open.
-    assert err < 0.03 * moved, (err, moved, body[-1], particle[-1])
+    assert err < 0.01 * moved, (err, moved, body[-1], particle[-1])
 
 
 def test_a_vortex_turns_the_body_as_it_turns_a_particle():
