@@ -452,6 +452,15 @@ def check_scene(scene, naming=LIBRARY):
 ANCHOR_SLACK = 1e-9  # barycentric coordinates this far below 0 still count as inside
 
 
+def _check_unique_name(place, name, seen, what):
+    """A non-empty name not in seen (the names of the earlier entries), which it joins."""
+    if not isinstance(name, str) or not name:
+        place.fail("name", f"expected a non-empty string, got {_describe(name)}")
+    if name in seen:
+        place.fail("name", f"duplicate {what} name {name!r}")
+    seen.add(name)
+
+
 def check_links(scene, meshes, naming=LIBRARY):
     """Every link: a known kind, anchors on existing bodies and inside their
     triangles (or world points), numbers in range; messages name the link."""
@@ -459,11 +468,7 @@ def check_links(scene, meshes, naming=LIBRARY):
     seen = set()
     for i, link in enumerate(scene.links):
         place = naming.link(i, getattr(link, "name", ""))
-        if not isinstance(link.name, str) or not link.name:
-            place.fail("name", f"expected a non-empty string, got {_describe(link.name)}")
-        if link.name in seen:
-            place.fail("name", f"duplicate link name {link.name!r}")
-        seen.add(link.name)
+        _check_unique_name(place, link.name, seen, "link")
         _choice(place, "kind", link.kind, LINK_KINDS)
         check_anchor(place, "a", link.a, bodies, meshes, world=False)
         check_anchor(place, "b", link.b, bodies, meshes, world=True)
@@ -636,11 +641,7 @@ def check_fields(scene, naming=LIBRARY):
     seen = set()
     for i, f in enumerate(scene.fields):
         place = naming.field(i, getattr(f, "name", ""))
-        if not isinstance(f.name, str) or not f.name:
-            place.fail("name", f"expected a non-empty string, got {_describe(f.name)}")
-        if f.name in seen:
-            place.fail("name", f"duplicate field name {f.name!r}")
-        seen.add(f.name)
+        _check_unique_name(place, f.name, seen, "field")
         _choice(place, "kind", f.kind, FIELD_KINDS)
         _choice(place, "shape", f.shape, FIELD_SHAPES)
         if f.kind == "vortex" and f.shape != "point":
