@@ -147,6 +147,16 @@ def bake_error(operator="bake", **kwargs) -> str:
     raise AssertionError(f"{operator} did not fail: {result}")
 
 
+class Reports:
+    """Stands in for an operator's report(): records (kind set, message) pairs."""
+
+    def __init__(self):
+        self.reports = []
+
+    def report(self, kind, message):
+        self.reports.append((set(kind), message))
+
+
 def make_mesh_object(name, verts, faces=(), edges=(), location=(0, 0, 0), role="BODY"):
     mesh = bpy.data.meshes.new(name)
     mesh.from_pydata([tuple(map(float, v)) for v in verts], list(edges), list(faces))

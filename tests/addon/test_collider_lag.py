@@ -77,14 +77,6 @@ def _overlap_per_frame(block, lid):
     return out
 
 
-class _Reports:
-    def __init__(self):
-        self.reports = []
-
-    def report(self, kind, message):
-        self.reports.append((set(kind), message))
-
-
 class _Box:
     """Records the labels a panel draws."""
 
@@ -102,7 +94,7 @@ def test_collider_keyed_into_a_pinned_body_warns_with_frames_and_overlap():
     # The operator's report, captured as the modal bake's end step makes it.
     job = adapter.BakeJob(bpy.context, "SELECTED")
     job.run()
-    stand_in = _Reports()
+    stand_in = harness.Reports()
     assert ops.IPC_OT_bake._finish(stand_in, bpy.context, job) == {"FINISHED"}
     kinds = [kind for kind, _ in stand_in.reports]
     assert kinds == [{"INFO"}, {"WARNING"}], stand_in.reports
@@ -154,7 +146,7 @@ def test_collider_that_stops_above_the_body_gives_no_warning():
     _scene(stop=BLOCK + 0.001)
     job = harness.sub("adapter").BakeJob(bpy.context, "SELECTED")
     job.run()
-    stand_in = _Reports()
+    stand_in = harness.Reports()
     assert harness.sub("operators").IPC_OT_bake._finish(stand_in, bpy.context, job) == {"FINISHED"}
     assert [kind for kind, _ in stand_in.reports] == [{"INFO"}], stand_in.reports
     s = bpy.context.scene.ipc

@@ -86,14 +86,6 @@ def test_exception_mid_bake_in_operator_changes_nothing():
     assert len(top.data.shape_keys.key_blocks) == 11
 
 
-class _Reports:
-    def __init__(self):
-        self.reports = []
-
-    def report(self, kind, message):
-        self.reports.append((set(kind), message))
-
-
 def test_exception_mid_bake_in_modal_steps_changes_nothing():
     top, bottom, _ = _squares()
     ops = harness.sub("operators")
@@ -112,7 +104,7 @@ def test_exception_mid_bake_in_modal_steps_changes_nothing():
     assert job.frames_done == FAIL_FRAME - 1
     assert job.failure.startswith(f"Solver failed at frame {FAIL_FRAME}: RuntimeError"), job.failure
     # The operator's end-of-modal step: reports the error, writes nothing (keep_partial off).
-    stand_in = _Reports()
+    stand_in = harness.Reports()
     result = ops.IPC_OT_bake._finish(stand_in, bpy.context, ops.RunningBake.take())
     assert result == {"CANCELLED"}
     assert [kind for kind, _ in stand_in.reports] == [{"ERROR"}]

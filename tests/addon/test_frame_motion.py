@@ -64,14 +64,6 @@ def _scene(path=PATH, refine=False):
     return block
 
 
-class _Reports:
-    def __init__(self):
-        self.reports = []
-
-    def report(self, kind, message):
-        self.reports.append((set(kind), message))
-
-
 class _Box:
     def __init__(self):
         self.labels = []
@@ -84,7 +76,7 @@ def _bake():
     ops, adapter = harness.sub("operators"), harness.sub("adapter")
     job = adapter.BakeJob(bpy.context, "SELECTED")
     job.run()
-    out = _Reports()
+    out = harness.Reports()
     assert ops.IPC_OT_bake._finish(out, bpy.context, job) == {"FINISHED"}
     return job, out.reports
 
