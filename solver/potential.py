@@ -117,8 +117,10 @@ class IncrementalPotential:
         orthogonality Hessian, and B^T grad.  Only with a basis."""
         b = self.basis
         r, c, v = b.reduce_triplets(*T.arrays())
-        ro, co, vo = self.rigidity.reduced_hessian(x, project)
         grad = b.reduce_gradient(T.grad)
+        if self.rigidity is None:  # stiff bodies only
+            return r, c, v, grad
+        ro, co, vo = self.rigidity.reduced_hessian(x, project)
         return np.concatenate([r, ro]), np.concatenate([c, co]), np.concatenate([v, vo]), grad
 
     def gradient(self, x, cs: ContactSet):
