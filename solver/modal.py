@@ -172,6 +172,13 @@ class ModalBasis:
     rigid_dof: np.ndarray
     vertex_body: np.ndarray
     a_dofs: np.ndarray
+    # the stiff bodies' triangles (indices into the model's elements), their body
+    # (S,) index and, per triangle DOF, its weights on the body's q DOFs (m, 6, W)
+    stiff_tris: np.ndarray
+    tri_body: np.ndarray
+    tri_phi: np.ndarray
+    tri_starts: np.ndarray  # (S,) each stiff body's first triangle among stiff_tris
+    stiff_vertex: np.ndarray  # (N,) bool
 
     @property
     def n_rigid(self):
@@ -275,10 +282,10 @@ class ModalBasis:
         # stiff rows of H Phi: Phi^T (H Phi), one dense block per pair of stiff bodies
         st = ~kept
         pr, pc = self.stiff_of[yr[st]], ys[st]
-        pairs, pair_of = np.unique(pr * S + pc, return_inverse=True)
-        outer = self.phi[self.row_of[yr[st]]][:, :, None] * Y[st][:, None, :]
-        slot = pair_of.ravel()[:, None, None] * W * W + np.arange(W * W).reshape(W, W)
-        blocks = np.bincount(slot.ravel(), outer.ravel(), len(pairs) * W * W).reshape(-1, W, W)
+        pair_keys = pr * S + pc
+        order = np.argsort(pair_keys, kind="stable")
+        pairs, starts = np.unique(pair_keys[order], return_index=True)
+        blocks = _grouped_products(self.phi[self.row_of[yr[st][order]]], Y[st][order], starts)
         a, b = pairs // S, pairs % S
         ia, va = self._slots(a)
         ib, vb = self._slots(b)
@@ -291,6 +298,14 @@ class ModalBasis:
             )
         )
         return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+
+def _grouped_products(P, Y, starts):
+    """(G, W, W): P_g^T Y_g for the row groups of P, Y (n, W) starting at
+    starts (G,): one matrix product per group (pairs of stiff bodies: one per
+    body and per pair in contact), not an outer product per row."""
+    ends = np.append(starts[1:], len(P))
+    return np.stack([P[s:e].T @ Y[s:e] for s, e in zip(starts, ends, strict=True)])
 
 
 def build_modal_basis(inner, model_parts, stiff, modes):
@@ -334,6 +349,12 @@ def build_modal_basis(inner, model_parts, stiff, modes):
     rigid_dof[stiff_dof] = True
     vertex_body = np.full(n, -1, np.intp) if inner is None else inner.vertex_body
     a_dofs = np.zeros((0, 4), np.intp) if inner is None else keep[inner.a_dofs]
+    stiff_vertex = np.zeros(n, bool)
+    stiff_vertex[stiff_dof[0::2] // 2] = True
+    stiff_tris = np.flatnonzero(stiff_vertex[elements.tris[:, 0]])
+    tri_dofs = (2 * elements.tris[stiff_tris][:, :, None] + np.arange(2)).reshape(-1, 6)
+    tri_rows = row_of[a_index[tri_dofs]]
+    tri_body = stiff_of[a_index[tri_dofs[:, 0]]]
     return ModalBasis(
         inner,
         int(n_kept + width.sum()),
@@ -348,4 +369,81 @@ def build_modal_basis(inner, model_parts, stiff, modes):
         rigid_dof,
         vertex_body,
         a_dofs,
+        stiff_tris,
+        tri_body,
+        phi[tri_rows],
+        np.flatnonzero(np.diff(tri_body, prepend=-1)),
+        stiff_vertex,
     )
+
+
+class ModalElasticity:
+    """The Neo-Hookean energy of the stiff bodies' triangles (h^2-weighted):
+    value and gradient in vertex space, as :class:`~solver.terms.Elasticity`
+    (the line search and the force test read them), Hessian in q
+    (:meth:`reduced_hessian`): per triangle Phi_e^T H_e Phi_e, summed into one
+    dense (6 + k)^2 block per body, rather than B^T H B over every entry."""
+
+    per_h2, stage = True, "elasticity"
+
+    def __init__(self, basis, elements, weight):
+        self.basis, self.weight = basis, weight
+        self.el = dataclasses.replace(
+            elasticity.make_elements(elements.rest_positions, elements.tris, 1.0, 0.0),
+            mu=elements.mu,
+            lam=elements.lam,
+        )
+        self.G = np.matmul(self.el.B, basis.tri_phi)  # (m, 4, W): vec(F) per unit q
+        self.G_rows = self.G.reshape(-1, self.G.shape[2])
+
+    @classmethod
+    def build(cls, model, consts):
+        basis = getattr(model, "basis", None)
+        if not isinstance(basis, ModalBasis):
+            return None
+        keep = basis.stiff_tris
+        el = model.elements
+        part = _Elements(model.rest, el.tris[keep], el.mu[keep], el.lam[keep])
+        return cls(basis, part, consts.h * consts.h)
+
+    def value(self, x, cs):
+        return elasticity.value(self.el, x)
+
+    def gradient(self, x, cs, T):
+        T.add_gradient_at(self.el.dofs, self.weight * elasticity.gradient(self.el, x))
+
+    def gradient_hessian(self, x, cs, T, project, majorize=None):
+        self.gradient(x, cs, T)  # the Hessian is added in q (reduced_hessian)
+
+    def reduced_hessian(self, x, project):
+        """(rows, cols, vals): the weighted Hessian in q, one dense block per
+        stiff body (element Hessians PSD-projected first if project)."""
+        b, el = self.basis, self.el
+        F = elasticity.deformation_gradient(el, x)
+        if project:
+            C = elasticity.projected_stress_derivative(el, F)
+        else:
+            C = elasticity.stress_derivative(el, F).reshape(-1, 4, 4)
+        # H_e = A B^T C B, so Phi_e^T H_e Phi_e = A G^T C G with G = B Phi_e
+        # (4 x W, constant): a body's block is one product over its triangles
+        CG = np.matmul(C * (self.weight * el.area)[:, None, None], self.G)  # (m, 4, W)
+        ends = np.append(b.tri_starts[1:], len(C))
+        blocks = np.stack(
+            [  # once per stiff body; its triangles are consecutive (bodies' elements are)
+                self.G_rows[4 * s : 4 * e].T @ CG[s:e].reshape(-1, CG.shape[2])
+                for s, e in zip(b.tri_starts, ends, strict=True)
+            ]
+        )
+        idx, valid = b._slots(b.tri_body[b.tri_starts])
+        on = valid[:, :, None] & valid[:, None, :]
+        rows = np.broadcast_to(idx[:, :, None], blocks.shape)[on]
+        cols = np.broadcast_to(idx[:, None, :], blocks.shape)[on]
+        return rows, cols, blocks[on]
+
+
+@dataclass(frozen=True)
+class _Elements:
+    rest_positions: np.ndarray
+    tris: np.ndarray
+    mu: np.ndarray
+    lam: np.ndarray

@@ -102,6 +102,9 @@ class Model:
             return self.elements
         el = self.elements
         keep = self.basis.vertex_body[el.tris[:, 0]] < 0
+        stiff = getattr(self.basis, "stiff_vertex", None)  # stiff bodies: modal.ModalElasticity
+        if stiff is not None:
+            keep &= ~stiff[el.tris[:, 0]]
         return _subset(self.rest, el, keep) if keep.any() else None
 
     @cached_property

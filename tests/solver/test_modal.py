@@ -137,13 +137,24 @@ def test_reductions_are_the_transpose_products_of_the_dense_basis(kinds):
     np.testing.assert_array_equal(np.abs(Bd[fixed][:, b.fixed(fixed)]).sum(axis=0), 1.0)
 
 
-def test_stiff_bodies_keep_their_elastic_elements_and_inversion_guard():
-    m = stiff_model(("stiff", "rigid"))
+def test_stiff_bodies_keep_their_elastic_energy_and_inversion_guard():
+    """A stiff body's triangles leave the vertex-space Elasticity term for
+    ModalElasticity (the same energy, its Hessian in q) and all stay guarded
+    against inversion."""
+    m = stiff_model(("stiff", "deformable"))
     s = m.body_slices[0]
-    stiff_tris = np.sum((m.elements.tris[:, 0] >= s.start) & (m.elements.tris[:, 0] < s.stop))
-    assert len(m.elastic_elements.tris) == stiff_tris
-    assert len(m.inversion_tris) == stiff_tris + 1  # and one for the rigid body
-    assert m.basis.n_rigid == 1
+    mine = (m.elements.tris[:, 0] >= s.start) & (m.elements.tris[:, 0] < s.stop)
+    assert len(m.elastic_elements.tris) == np.sum(~mine)
+    np.testing.assert_array_equal(m.basis.stiff_tris, np.flatnonzero(mine))
+    ip = IncrementalPotential(m, configuration("convergent", 0)[1])
+    x = m.rest + 0.01 * np.random.default_rng(3).normal(size=m.rest.shape)
+    full = elasticity.value(m.elements, x)
+    split = sum(t.value(x, None) for t in ip.terms if t.stage == "elasticity")
+    assert split == pytest.approx(full, rel=1e-12)
+    assert len(m.inversion_tris) == len(m.elements.tris)
+    both = stiff_model(("stiff", "rigid"))
+    assert len(both.inversion_tris) == np.sum(mine) + 1  # and one for the rigid body
+    assert both.elastic_elements is None and both.basis.n_rigid == 1
 
 
 def stiff_configuration(seed, kinds):
