@@ -7,8 +7,9 @@ shape: the generalized eigenproblem K phi = lambda M phi (K the Neo-Hookean
 Hessian at rest, M the lumped masses) restricted to the M-orthogonal
 complement of the affine span (the tutorial's chapter 9, reduced DOFs).  The
 body keeps its full Neo-Hookean energy, evaluated in x: its gradient in q is
-B^T g and its Hessian B^T H B, there is no extra rigidity term, and its
-triangles stay in the line search's inversion guard.
+B^T g and its Hessian B^T H B (given in q per triangle by
+:class:`ModalElasticity`), there is no extra rigidity term, and its triangles
+stay in the line search's inversion guard.
 
 The basis composes with the rigid bodies' one (:class:`~solver.basis.AffineBasis`,
 the "inner" basis; None without rigid bodies): x = B_in C z.  In the inner
@@ -18,9 +19,11 @@ unknowns z are the other inner DOFs (in order) followed by 6 + k per stiff
 body.  Modes are scaled by sqrt(body mass) in B, so that a unit amplitude is
 a mass-weighted RMS displacement of 1 m.
 
-Mode computation (:func:`elastic_modes`): dense ``eigh`` up to DENSE_DOFS
-DOFs per body (2 per vertex); above, block inverse iteration on K + s M with
-the solver's own sparse Cholesky (numpy or scipy path alike).
+Mode computation (:func:`elastic_modes`), once per scene: dense ``eigh`` up to
+DENSE_DOFS DOFs per body (2 per vertex; O(n^3), 0.7 s at 1152 DOFs); above,
+block inverse iteration on K + s M with the solver's own sparse Cholesky
+(numpy or scipy path alike; about 3 s for 6 modes of 13k DOFs).  See
+docs/design/19-modal-bodies.md.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import numpy as np
 from . import elasticity
 from .linsolve import factorize
 
-DENSE_DOFS = 1200  # bodies with at most this many DOFs get their modes by dense eigh
+DENSE_DOFS = 400  # bodies with at most this many DOFs get their modes by dense eigh (0.7 s at 1152)
 MAX_MODES = 32  # per body (validation)
 ITERATION_TOL = 1e-10  # inverse iteration: relative change of the k eigenvalues
 MAX_ITERATIONS = 200
