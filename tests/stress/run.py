@@ -44,9 +44,26 @@ from .generate import CORPUS_SIZE, RIGID_CORPUS, STIFF_CORPUS, StressScene, make
 
 DEFAULT_BUDGET = 120.0  # seconds of wall clock per scene
 # 14 fast scenes (a few seconds each): two per template (drop, collide, paddle, crush, slope,
-# thin), two of them with reported non-converged steps, and the rigid variants of 12 (all rigid)
-# and 7 (mixed); run by tests/stress/test_stress_subset.py
-SUBSET = (12, 90, 61, 7, 32, 44, 27, 39, 94, 34, 17, 5, CORPUS_SIZE + 12, CORPUS_SIZE + 7)
+# thin), two of them with reported non-converged steps, the rigid variants of 12 (all rigid)
+# and 7 (mixed), and the stiff variant of 7 (stiff, rigid and deformable); run by
+# tests/stress/test_stress_subset.py
+SUBSET = (
+    12,
+    90,
+    61,
+    7,
+    32,
+    44,
+    27,
+    39,
+    94,
+    34,
+    17,
+    5,
+    CORPUS_SIZE + 12,
+    CORPUS_SIZE + 7,
+    2 * CORPUS_SIZE + 7,
+)
 
 
 @dataclass
