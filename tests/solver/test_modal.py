@@ -12,7 +12,11 @@
   pile with stiff bodies checked every step.
 """
 
+import json
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -253,3 +257,42 @@ def test_stiff_kind_is_validated_and_round_trips_through_json():
             build_model(replace(scene, bodies=(replace(A, kind="stiff", modes=bad), B)))
     with pytest.raises(SolverInputError, match="stiff body cannot have pins"):
         build_model(replace(scene, bodies=(replace(A, kind="stiff", pins=(Pin(np.array([0])),)), B)))
+
+
+NUMPY_ONLY_CHILD = """
+import importlib.abc, json, sys
+
+
+class HideScipy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy" or name.startswith("scipy."):
+            raise ImportError("scipy hidden by the test")
+
+
+sys.meta_path.insert(0, HideScipy())
+sys.path.insert(0, "tests/solver")
+from solver import modal
+from solver.linsolve import linalg
+import test_modal
+
+assert not linalg.HAVE_SCIPY
+modal.DENSE_DOFS = 10  # the iterated modes, on the numpy Cholesky
+_, lams, _ = test_modal.modes_of(*test_modal.square_body(n_seg=6), 5)
+x = test_modal.dropped_square("stiff", 4, steps=25)
+print(json.dumps({"lams": lams.tolist(), "x": x.tolist()}))
+"""
+
+
+def test_stiff_bodies_on_the_numpy_only_path(monkeypatch):
+    """With scipy hidden (stock Blender): the iterated modes and a stiff body's
+    trajectory as on the scipy path."""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", NUMPY_ONLY_CHILD], cwd=root, capture_output=True, text=True, check=True
+    )
+    child = json.loads(out.stdout.strip().splitlines()[-1])
+    monkeypatch.setattr(modal, "DENSE_DOFS", 10)
+    _, lams, _ = modes_of(*square_body(n_seg=6), 5)
+    np.testing.assert_allclose(child["lams"], lams, rtol=1e-8)
+    x = dropped_square("stiff", 4, steps=25)
+    assert np.abs(np.array(child["x"]) - x).max() < 1e-6 * 0.2
