@@ -296,3 +296,23 @@ def test_stiff_bodies_on_the_numpy_only_path(monkeypatch):
     np.testing.assert_allclose(child["lams"], lams, rtol=1e-8)
     x = dropped_square("stiff", 4, steps=25)
     assert np.abs(np.array(child["x"]) - x).max() < 1e-6 * 0.2
+
+
+def test_a_stiff_scene_continues_bit_for_bit_from_a_checkpoint():
+    """The modes are rebuilt from the scene, deterministically."""
+    scene = rigid(pile(4, 2, n_seg=2, n_rings=1, n_boundary=8), which={0})
+    scene = replace(
+        scene,
+        bodies=tuple(
+            replace(b, kind="stiff", modes=3) if i in (1, 2) else b for i, b in enumerate(scene.bodies)
+        ),
+    )
+    runs = [Simulation(scene)]
+    for _ in range(15):
+        runs[0].step()
+    runs.append(Simulation.from_checkpoint(scene, runs[0].checkpoint()))
+    for run in runs:
+        for _ in range(5):
+            run.step()
+    first, second = ([run.x, run.v] for run in runs)
+    np.testing.assert_array_equal(np.concatenate(second), np.concatenate(first))
