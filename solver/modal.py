@@ -158,8 +158,10 @@ class ModalBasis:
     stiff_of (n_a,): the stiff body of each inner DOF, -1 elsewhere; row_of
     (n_a,): its row in phi; phi (R, W): per stiff DOF its weights on its body's
     6 + k q DOFs (zero-padded to W); first, width (S,): each stiff body's first
-    q DOF and count; bodies (S,): their model body indices; rigid_dof (2N,):
-    the vertex DOFs moving with a reduced body (rigid or stiff).
+    q DOF and count; stiff_bodies (S,): their model body indices; rigid_dof
+    (2N,): the vertex DOFs moving with a reduced body (rigid or stiff), which
+    Newton's per-vertex force test leaves out; vertex_body, a_dofs: the rigid
+    bodies' (as in AffineBasis, a_dofs in q), for the orthogonality term.
     """
 
     inner: object
