@@ -45,6 +45,8 @@ def draw_material(col, s):
     """A body's type and material: preset, elasticity, density, kinetic and (optional) static
     friction."""
     col.prop(s, "body_type")
+    if s.body_type == "STIFF":
+        col.prop(s, "modes")
     col.prop(s, "material_preset")
     col.prop(s, "youngs_modulus")
     col.prop(s, "poisson_ratio")

@@ -93,13 +93,28 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
     )
     body_type: EnumProperty(
         name="Type",
-        description="How a body moves: deformable (elastic, 2 unknowns per vertex) or rigid "
-        "(one rigid motion for the whole body, far cheaper; no pinned vertices)",
+        description="How a body moves: deformable (elastic, 2 unknowns per vertex), rigid "
+        "(one rigid motion for the whole body, far cheaper; no pinned vertices) or stiff (one "
+        "motion plus a few bending modes; no pinned vertices)",
         default="DEFORMABLE",
         items=[
             ("DEFORMABLE", "Deformable", "Elastic body: bends and squashes under its material"),
             ("RIGID", "Rigid", "Moves as one piece; the material's stiffness is not used"),
+            (
+                "STIFF",
+                "Stiff",
+                "Moves as one piece plus its lowest bending modes under its material: "
+                "bends visibly at a fraction of a deformable body's cost",
+            ),
         ],
+    )
+    modes: IntProperty(
+        name="Modes",
+        description="How many bending modes a stiff body has (its softest ways to bend, from its "
+        "shape and material): more bend more finely and cost more",
+        default=6,
+        min=1,
+        max=32,
     )
     material_preset: EnumProperty(
         name="Preset",

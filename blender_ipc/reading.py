@@ -55,6 +55,9 @@ COLLIDER_TYPES = {"MESH": "mesh", "CURVE": "curve", "FONT": "text"}
 _CONVERTIBLE = {"CURVE": "Curve", "FONT": "Text", "SURFACE": "Surface", "META": "Metaball"}
 
 
+BODY_KINDS = {"DEFORMABLE": "deformable", "RIGID": "rigid", "STIFF": "stiff"}  # body_type -> Body.kind
+
+
 def body_type_problem(obj, depsgraph=None) -> str:
     """'' if obj can be baked as a deformable body, else what the artist has to do: shape keys
     are baked onto a mesh only, so a text, curve, ... object has to become a mesh first. With a
@@ -200,7 +203,8 @@ class BodyInput:
     faces: np.ndarray = field(
         default_factory=lambda: np.zeros(0, dtype=np.int64)
     )  # (m,) face of each triangle
-    kind: str = "deformable"  # the solver's Body.kind: 'deformable' or 'rigid'
+    kind: str = "deformable"  # the solver's Body.kind: 'deformable', 'rigid' or 'stiff'
+    modes: int = 6  # the solver's Body.modes (stiff bodies)
 
 
 def _pinned_vertices(obj, mesh, group_name: str) -> np.ndarray:
@@ -244,8 +248,9 @@ def read_body(obj, plane: str) -> BodyInput:
     flipped = signed_areas(x, tris) < 0
     tris[flipped] = tris[flipped][:, [0, 2, 1]]
     loose_tri, loose_bary = attach_to_nearest_triangle(world[loose][:, [u, v]], x, tris)
-    kind = "rigid" if obj.ipc.body_type == "RIGID" else "deformable"
-    return BodyInput(obj.name, local, world, used, tris, pinned, loose, loose_tri, loose_bary, faces, kind)
+    kind = BODY_KINDS.get(obj.ipc.body_type, "deformable")
+    parts = (local, world, used, tris, pinned, loose, loose_tri, loose_bary, faces)
+    return BodyInput(obj.name, *parts, kind, int(obj.ipc.modes))
 
 
 # A loop triangle this flat (|area| relative to the body's size squared) is replaced.
@@ -424,7 +429,9 @@ def build_scene(
         if animated is not None:
             velocity = animated if velocity is None else animated + velocity
         solver_bodies.append(
-            Body(b.name, x, b.triangles, materials[j], velocity=velocity, pins=pins, kind=b.kind)
+            Body(
+                b.name, x, b.triangles, materials[j], velocity=velocity, pins=pins, kind=b.kind, modes=b.modes
+            )
         )
     solver_colliders = []
     for j, c in enumerate(colliders):

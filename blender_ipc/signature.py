@@ -223,6 +223,8 @@ def _object_text(obj) -> str:
         text += f"{s.stiffness_group}{s.stiffness_min}{s.stiffness_max}"
     if s.body_type == "RIGID":  # only then: bakes made before body types stay current
         text += "RIGID"
+    if s.body_type == "STIFF":
+        text += f"STIFF{s.modes}"
     return text + link_sig.later_object_text(obj)  # '' at the defaults
 
 

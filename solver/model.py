@@ -17,6 +17,7 @@ from .basis import AffineBasis, build_basis
 from .broad_phase import BRUTE_FORCE_MAX
 from .geometry import boundary_edges
 from .links import LinkSet, build_links
+from .modal import ModalBasis, build_modal_basis
 from .validate import check_scene
 
 
@@ -85,8 +86,8 @@ class Model:
     # (n_owners, n_owners) bool: which objects may touch (collision groups, links), None: all
     owner_contact: np.ndarray | None = None
     links: LinkSet | None = None  # the links' springs (solver/links.py), None without links
-    # x = B q of the rigid bodies (solver/basis.py), None without rigid bodies
-    basis: AffineBasis | None = None
+    # x = B q of the rigid and stiff bodies (solver/basis.py, solver/modal.py), None without any
+    basis: AffineBasis | ModalBasis | None = None
 
     @property
     def n(self):
@@ -101,6 +102,9 @@ class Model:
             return self.elements
         el = self.elements
         keep = self.basis.vertex_body[el.tris[:, 0]] < 0
+        stiff = getattr(self.basis, "stiff_vertex", None)  # stiff bodies: modal.ModalElasticity
+        if stiff is not None:
+            keep &= ~stiff[el.tris[:, 0]]
         return _subset(self.rest, el, keep) if keep.any() else None
 
     @cached_property
@@ -296,7 +300,7 @@ def build_model(scene):
         exclusion_radius=2.0 * float(scene.params.dhat),
         owner_contact=owner_contact(scene, links),
         links=links,
-        basis=_rigid_basis(scene, rest, slices[:n_bodies], elements),
+        basis=_reduced_basis(scene, rest, slices[:n_bodies], elements, mass),
     )
 
 
@@ -306,10 +310,21 @@ def _subset(rest, el, keep):
     return dataclasses.replace(sub, mu=el.mu[keep], lam=el.lam[keep])
 
 
+def _reduced_basis(scene, rest, slices, elements, mass):
+    """x = B q of the scene's rigid and stiff bodies (None without any): the
+    affine basis of the rigid ones, under the modal basis of the stiff ones."""
+    basis = _rigid_basis(scene, rest, slices, elements)
+    stiff = np.array([b.kind == "stiff" for b in scene.bodies], bool)
+    if not stiff.any():
+        return basis
+    modes = [b.modes for b in scene.bodies]
+    return build_modal_basis(basis, (rest, slices, elements, mass), stiff, modes)
+
+
 def _rigid_basis(scene, rest, slices, elements):
     """The affine basis of the scene's rigid bodies (None without any)."""
     bodies = scene.bodies
-    rigid = np.array([b.kind == "rigid" for b in bodies])
+    rigid = np.array([b.kind == "rigid" for b in bodies], bool)
     if not rigid.any():
         return None
     area = np.zeros(len(bodies))

@@ -317,6 +317,8 @@ class Newton:
         plain = np.where(basis.rigid_dof, 0.0, g)
         vertices = vertex_imbalance(plain, acting, ip, self.g_ref) / self.settings.vertex_slack
         forces = max(vertices, body_imbalance(g, ip, x, self.g_ref))
+        if ip.rigidity is None:  # stiff bodies only: no rigidity term
+            return forces
         strain = float(ip.rigidity.strain_error(x, g).max()) / STRAIN_TOL * self.params.force_tol
         return max(forces, strain)
 

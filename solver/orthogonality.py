@@ -70,7 +70,7 @@ class Orthogonality:
     @classmethod
     def build(cls, model, consts):
         basis = getattr(model, "basis", None)
-        if basis is None:
+        if basis is None or not basis.n_rigid:  # stiff bodies alone: no rigidity term
             return None
         return cls(basis, consts.h * consts.h)
 

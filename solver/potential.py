@@ -21,6 +21,7 @@ from .contacts import ContactSet
 from .fields import FieldStep
 from .friction import FrictionSet
 from .links import LinkStep
+from .modal import ModalElasticity
 from .orthogonality import Orthogonality
 from .profiling import NullTimers
 from .terms import FRICTION_TERMS, TERMS, HalfPlaneBarrier, PointEdgeBarrier
@@ -66,8 +67,9 @@ class IncrementalPotential:
         # the orthogonality energy, whose Hessian is given in q (None: no basis, no term)
         self.basis = getattr(model, "basis", None)
         self.rigidity = Orthogonality.build(model, consts)
-        if self.rigidity is not None:
-            self.terms = (*self.terms, self.rigidity)
+        # stiff bodies: their elasticity, Hessian in q too (None: no stiff bodies)
+        self.in_q = tuple(t for t in (self.rigidity, ModalElasticity.build(model, consts)) if t is not None)
+        self.terms = (*self.terms, *self.in_q)
         self.friction_terms = tuple(t for t in self.terms if isinstance(t, FRICTION_TERMS))
         self._n = model.n
         self._mass = model.mass
@@ -114,12 +116,12 @@ class IncrementalPotential:
     def reduced_system(self, x, T, project):
         """(rows, cols, vals, grad): the system of T (assembled at x by
         :meth:`gradient_hessian`) in the basis' unknowns q, B^T H B plus the
-        orthogonality Hessian, and B^T grad.  Only with a basis."""
+        Hessians given in q (orthogonality, stiff bodies' elasticity), and
+        B^T grad.  Only with a basis."""
         b = self.basis
-        r, c, v = b.reduce_triplets(*T.arrays())
-        ro, co, vo = self.rigidity.reduced_hessian(x, project)
-        grad = b.reduce_gradient(T.grad)
-        return np.concatenate([r, ro]), np.concatenate([c, co]), np.concatenate([v, vo]), grad
+        parts = [b.reduce_triplets(*T.arrays())] + [t.reduced_hessian(x, project) for t in self.in_q]
+        rows, cols, vals = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        return rows, cols, vals, b.reduce_gradient(T.grad)
 
     def gradient(self, x, cs: ContactSet):
         """The gradient alone (no Hessian), as a :class:`Triplets` whose

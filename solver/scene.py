@@ -57,7 +57,9 @@ class Body:
     kind: 'deformable' (Neo-Hookean, 2 unknowns per vertex) or 'rigid' (an
     affine body, x = A X + p, kept rigid by its orthogonality energy:
     solver/basis.py; its material's E only bounds that stiffness from
-    below; no pins).
+    below; no pins) or 'stiff' (the affine motion plus its ``modes`` lowest
+    elastic modes, keeping its Neo-Hookean energy: solver/modal.py; no pins).
+    modes: the number of elastic modes of a stiff body (ignored otherwise).
     """
 
     name: str
@@ -70,9 +72,10 @@ class Body:
     # and colliders sharing one of them (all in group 0 by default: everything collides)
     collision_groups: tuple[int, ...] = (0,)
     kind: str = "deformable"
+    modes: int = 6
 
 
-BODY_KINDS = ("deformable", "rigid")
+BODY_KINDS = ("deformable", "rigid", "stiff")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from .distance import distance_sq, point_edge_case
 from .errors import SolverInputError
 from .friction import MOLLIFIERS
 from .geometry import boundary_edges, edge_use, points_in_triangles, segments_intersect, signed_areas
+from .modal import MAX_MODES
 from .scene import BODY_KINDS, FIELD_FALLOFFS, FIELD_KINDS, FIELD_SHAPES, LINK_KINDS
 
 FORMULATIONS = ("original", "convergent")
@@ -356,12 +357,23 @@ def check_body(place, body):
 
 
 def check_kind(place, body):
-    """'deformable' or 'rigid'; a rigid body has no pins (its vertices move by
-    one affine map: a pinned vertex is a constraint on it, not yet supported)."""
+    """'deformable', 'rigid' or 'stiff'; a rigid or stiff body has no pins (its
+    vertices move by one affine map, plus modes: a pinned vertex is a constraint
+    on them, not yet supported); a stiff body has 1 to MAX_MODES modes."""
     if body.kind not in BODY_KINDS:
         place.fail("kind", f"expected one of {', '.join(BODY_KINDS)}, got {_describe(body.kind)}")
     if body.kind == "rigid" and len(body.pins):
         place.fail("pins", "a rigid body cannot have pins (make it deformable, or link it to the world)")
+    if body.kind == "stiff" and len(body.pins):
+        place.fail("pins", "a stiff body cannot have pins (make it deformable, or link it to the world)")
+    if body.kind == "stiff" and not _is_count(body.modes, MAX_MODES):
+        place.fail("modes", f"expected an integer from 1 to {MAX_MODES}, got {_describe(body.modes)}")
+
+
+def _is_count(value, most):
+    """Whether value is an integer (not a bool) from 1 to most."""
+    integer = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    return integer and 1 <= value <= most
 
 
 MAX_GROUP = 64  # collision groups are bits of a 64-bit mask

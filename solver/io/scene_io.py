@@ -254,7 +254,7 @@ def _parse_body(data, path):
         data,
         path,
         ("name", "vertices", "triangles"),
-        ("material", "velocity", "pins", "collision_groups", "kind"),
+        ("material", "velocity", "pins", "collision_groups", "kind", "modes"),
     )
     name = _name(data["name"], _join(path, "name"))
     try:
@@ -273,7 +273,8 @@ def _parse_body_fields(data, path, name):
     pins = _parse_pins(data.get("pins", []), _join(path, "pins"), len(verts))
     groups = _groups(data, path)
     kind = _string(data.get("kind", "deformable"), _join(path, "kind"), BODY_KINDS)
-    return Body(name, verts, tris, material, velocity, pins, groups, kind)
+    modes = data.get("modes", Body.modes)  # checked by validate.check_kind
+    return Body(name, verts, tris, material, velocity, pins, groups, kind, modes)
 
 
 def _groups(data, path):
@@ -527,6 +528,8 @@ def _body_to_dict(body):
     _groups_to_dict(body, d)
     if body.kind != "deformable":  # written only when not the default
         d["kind"] = body.kind
+    if body.kind == "stiff":
+        d["modes"] = body.modes
     return d
 
 

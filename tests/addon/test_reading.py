@@ -143,15 +143,36 @@ def test_material_presets():
     )
 
 
-def test_body_type_rigid_reaches_the_solver_and_the_signature():
+def _two_squares():
+    """Squares A (returned) and B, A under B, over two frames."""
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 2
     a = _square("A", 0.0, 0.0)
     _square("B", 0.0, 0.6)
     bpy.context.view_layer.update()
+    return a
+
+
+def test_body_type_rigid_reaches_the_solver_and_the_signature():
+    a = _two_squares()
     signature = harness.sub("signature")
     before = signature._object_text(a)
     assert [b.kind for b in _job().solver_scene.bodies] == ["deformable", "deformable"]
     a.ipc.body_type = "RIGID"
     assert [b.kind for b in _job().solver_scene.bodies] == ["rigid", "deformable"]
     assert signature._object_text(a) != before
+
+
+def test_body_type_stiff_and_its_modes_reach_the_solver_and_the_signature():
+    a = _two_squares()
+    signature = harness.sub("signature")
+    before = signature._object_text(a)
+    a.ipc.body_type = "STIFF"
+    a.ipc.modes = 3
+    bodies = _job().solver_scene.bodies
+    assert (bodies[0].kind, bodies[0].modes) == ("stiff", 3)
+    assert bodies[1].kind == "deformable"
+    stiff = signature._object_text(a)
+    assert stiff != before
+    a.ipc.modes = 4
+    assert signature._object_text(a) != stiff

@@ -158,3 +158,20 @@ def test_everyday_settings_first_and_solver_internals_in_a_closed_advanced_panel
     assert {("prop", "friction"), ("prop", "static_friction"), ("prop", "use_static_friction")} <= set(
         object_log
     )
+
+
+def test_a_stiff_body_shows_its_modes_and_bakes():
+    ctx = bpy.context
+    top, _, _ = harness.sub("examples").build_compressing_squares(
+        ctx, n_seg=2, fps=50, substeps=2, n_frames=4
+    )
+    ctx.view_layer.objects.active = top
+    assert ("prop", "modes") not in _draw_all(ctx)
+    top.ipc.body_type = "STIFF"
+    top.ipc.modes = 3
+    assert ("prop", "modes") in _draw_all(ctx)
+    assert bpy.ops.ipc.bake() == {"FINISHED"}
+    keys = top.data.shape_keys.key_blocks
+    assert len(keys) > 2  # Basis and one per baked frame
+    moved = max(abs(a.co.z - b.co.z) for a, b in zip(keys[-1].data, keys[0].data, strict=True))
+    assert moved > 1e-3  # it fell

@@ -113,7 +113,7 @@ def test_kind_is_validated_and_round_trips_through_json():
     assert [b.kind for b in back.bodies] == ["rigid", "deformable"]
     assert "kind" not in scene_to_dict(scene)["bodies"][0]
     with pytest.raises(SolverInputError, match="kind"):
-        build_model(replace(scene, bodies=(replace(A, kind="stiff"), B)))
+        build_model(replace(scene, bodies=(replace(A, kind="solid"), B)))
     with pytest.raises(SolverInputError, match="rigid body cannot have pins"):
         build_model(replace(scene, bodies=(replace(A, kind="rigid", pins=(Pin(np.array([0])),)), B)))
     data = scene_to_dict(rigid)

@@ -74,6 +74,11 @@ def reduced_gradient(ip, basis, q, cs, project=False):
 def test_the_potential_through_the_basis_matches_finite_differences(seed):
     ip, basis, q, cs = mixed_configuration(seed)
     assert ip.rigidity is not None and ip.basis is basis
+    assert_reduced_system_matches_finite_differences(ip, basis, q, cs)
+
+
+def assert_reduced_system_matches_finite_differences(ip, basis, q, cs):
+    """ip's gradient and Hessian in q (exact and projected) against finite differences."""
     g = reduced_gradient(ip, basis, q, cs)[3]
     fd = fd_gradient(lambda v: ip.value(basis.expand(v), cs), q, 1e-7)
     assert_close_rel(g, fd, 1e-6, "B^T g")

@@ -390,6 +390,10 @@ def start_problem(scene):
 # every body rigid for even j, every other body for odd j (mixed); run with --rigid.
 RIGID_COUNT = 36
 RIGID_CORPUS = tuple(range(CORPUS_SIZE, CORPUS_SIZE + RIGID_COUNT))
+# Scenes 2 CORPUS_SIZE + j are scene j with stiff bodies (affine + modes, solver/modal.py):
+# every body stiff for even j; for odd j stiff, rigid and deformable in turn.  Also run by --rigid.
+STIFF_COUNT = 12
+STIFF_CORPUS = tuple(range(2 * CORPUS_SIZE, 2 * CORPUS_SIZE + STIFF_COUNT))
 
 
 def rigid_variant(ss: StressScene) -> StressScene:
@@ -408,9 +412,27 @@ def rigid_variant(ss: StressScene) -> StressScene:
     )
 
 
+def stiff_variant(ss: StressScene) -> StressScene:
+    """ss with stiff bodies (all of them, or stiff, rigid and deformable in turn
+    when its index is odd), bodies with pins kept deformable (no pins on either)."""
+    from dataclasses import replace
+
+    cycle = ("stiff", "rigid", "deformable") if ss.index % 2 == 1 else ("stiff",)
+    bodies = tuple(
+        b if b.pins else replace(b, kind=cycle[k % len(cycle)]) for k, b in enumerate(ss.scene.bodies)
+    )
+    meta = {**ss.meta, "kinds": [b.kind for b in bodies]}
+    return StressScene(
+        ss.index + 2 * CORPUS_SIZE, ss.template, replace(ss.scene, bodies=bodies), ss.n_steps, meta
+    )
+
+
 def make_scene(index):
     """Scene number `index` of the corpus (deterministic); from CORPUS_SIZE on,
-    the rigid variants (rigid_variant) of the first ones."""
+    the rigid variants (rigid_variant) of the first ones, from 2 CORPUS_SIZE on
+    their stiff variants (stiff_variant)."""
+    if index >= 2 * CORPUS_SIZE:
+        return stiff_variant(make_scene(index - 2 * CORPUS_SIZE))
     if index >= CORPUS_SIZE:
         return rigid_variant(make_scene(index - CORPUS_SIZE))
     last = None

@@ -40,13 +40,30 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 from solver import ConvergenceError, Simulation, SolverInputError  # noqa: E402  (imports numpy)
 
 from .check import Checker  # noqa: E402  (imports numpy)
-from .generate import CORPUS_SIZE, RIGID_CORPUS, StressScene, make_scene  # noqa: E402  (imports numpy)
+from .generate import CORPUS_SIZE, RIGID_CORPUS, STIFF_CORPUS, StressScene, make_scene  # noqa: E402  (imports numpy)
 
 DEFAULT_BUDGET = 120.0  # seconds of wall clock per scene
 # 14 fast scenes (a few seconds each): two per template (drop, collide, paddle, crush, slope,
-# thin), two of them with reported non-converged steps, and the rigid variants of 12 (all rigid)
-# and 7 (mixed); run by tests/stress/test_stress_subset.py
-SUBSET = (12, 90, 61, 7, 32, 44, 27, 39, 94, 34, 17, 5, CORPUS_SIZE + 12, CORPUS_SIZE + 7)
+# thin), two of them with reported non-converged steps, the rigid variants of 12 (all rigid)
+# and 7 (mixed), and the stiff variant of 7 (stiff, rigid and deformable); run by
+# tests/stress/test_stress_subset.py
+SUBSET = (
+    12,
+    90,
+    61,
+    7,
+    32,
+    44,
+    27,
+    39,
+    94,
+    34,
+    17,
+    5,
+    CORPUS_SIZE + 12,
+    CORPUS_SIZE + 7,
+    2 * CORPUS_SIZE + 7,
+)
 
 
 @dataclass
@@ -304,7 +321,7 @@ def main(argv=None):
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--all", action="store_true", help=f"the whole corpus ({CORPUS_SIZE} scenes)")
     g.add_argument("--subset", action="store_true", help=f"the fast subset {SUBSET}")
-    g.add_argument("--rigid", action="store_true", help="the rigid and mixed variants (issue 34)")
+    g.add_argument("--rigid", action="store_true", help="the rigid, stiff and mixed variants (issue 34)")
     g.add_argument("--scenes", help="indices, e.g. 3,17,40-45")
     g.add_argument("--case", nargs="+", help="saved case JSON files (description holds steps=N)")
     g.add_argument("--heavy", action="store_true", help="the hard scenes of tests/stress/heavy.py")
@@ -325,7 +342,7 @@ def main(argv=None):
         if a.all
         else list(SUBSET)
         if a.subset
-        else list(RIGID_CORPUS)
+        else list(RIGID_CORPUS + STIFF_CORPUS)
         if a.rigid
         else _parse_scenes(a.scenes)
         if a.scenes

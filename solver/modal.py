@@ -1,0 +1,454 @@
+"""Stiff bodies: an affine motion plus a few low elastic modes, x = B q.
+
+A stiff body's vertex DOFs are x_b = U_b a + Phi_b m: U_b the affine columns
+(x_i = A X_i + p, X_i about the rest centroid, 6 unknowns ordered as in
+:mod:`solver.basis`) and Phi_b its k lowest linear elastic modes at the rest
+shape: the generalized eigenproblem K phi = lambda M phi (K the Neo-Hookean
+Hessian at rest, M the lumped masses) restricted to the M-orthogonal
+complement of the affine span (the tutorial's chapter 9, reduced DOFs).  The
+body keeps its full Neo-Hookean energy, evaluated in x: its gradient in q is
+B^T g and its Hessian B^T H B (given in q per triangle by
+:class:`ModalElasticity`), there is no extra rigidity term, and its triangles
+stay in the line search's inversion guard.
+
+The basis composes with the rigid bodies' one (:class:`~solver.basis.AffineBasis`,
+the "inner" basis; None without rigid bodies): x = B_in C z.  In the inner
+unknowns a stiff body's vertices are plain DOFs; C keeps every other inner
+DOF and replaces a stiff body's DOFs by its 6 + k columns [U_b Phi_b].  The
+unknowns z are the other inner DOFs (in order) followed by 6 + k per stiff
+body.  Modes are scaled by sqrt(body mass) in B, so that a unit amplitude is
+a mass-weighted RMS displacement of 1 m.
+
+Mode computation (:func:`elastic_modes`), once per scene: dense ``eigh`` up to
+DENSE_DOFS DOFs per body (2 per vertex; O(n^3), 0.7 s at 1152 DOFs); above,
+block inverse iteration on K + s M with the solver's own sparse Cholesky
+(numpy or scipy path alike; about 3 s for 6 modes of 13k DOFs).  See
+docs/design/19-modal-bodies.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import elasticity
+from .linsolve import factorize
+
+DENSE_DOFS = 400  # bodies with at most this many DOFs get their modes by dense eigh (0.7 s at 1152)
+MAX_MODES = 32  # per body (validation)
+ITERATION_TOL = 1e-10  # inverse iteration: relative change of the k eigenvalues
+MAX_ITERATIONS = 200
+
+
+def affine_columns(X):
+    """(2n, 6) the affine motions of centred rest positions X (n, 2):
+    DOF (i, k) on q 3k + (0, 1, 2) with weights (X_i0, X_i1, 1)."""
+    n = len(X)
+    U = np.zeros((2 * n, 6))
+    w = np.column_stack([X, np.ones(n)])
+    U[0::2, 0:3] = w
+    U[1::2, 3:6] = w
+    return U
+
+
+def elastic_modes(rest, tris, mu, lam, mass, k):
+    """(phi (2n, k), lambdas (k,)): the k lowest eigenpairs of K phi = lambda M phi
+    for a body (rest (n, 2), tris (m, 3) local, Lame mu/lam (m,), lumped vertex
+    masses (n,)) on the M-orthogonal complement of its affine span: phi^T M phi = I,
+    U^T M phi = 0.  k is clipped to the 2n - 6 modes there are."""
+    n = len(rest)
+    k = int(min(k, 2 * n - 6))
+    el = elasticity.make_elements(rest, tris, 1.0, 0.0)
+    el = dataclasses.replace(el, mu=np.asarray(mu, float), lam=np.asarray(lam, float))
+    H = elasticity.hessian(el, rest, project=False)
+    dofs = (2 * tris[:, :, None] + np.arange(2)).reshape(-1, 6)
+    m = np.repeat(np.asarray(mass, float), 2)
+    U = affine_columns(rest - rest.mean(axis=0))
+    if k <= 0:
+        return np.zeros((2 * n, 0)), np.zeros(0)
+    if 2 * n <= DENSE_DOFS:
+        return _dense_modes(H, dofs, m, U, k)
+    return _iterated_modes(H, dofs, m, U, k)
+
+
+def _dense_modes(H, dofs, m, U, k):
+    """The modes by one dense symmetric eigensolve of
+    L = M^-1/2 K M^-1/2 with the (scaled) affine span Q shifted to the top."""
+    n2 = len(m)
+    K = np.zeros((n2, n2))
+    np.add.at(K, (dofs[:, :, None], dofs[:, None, :]), H)
+    s = 1.0 / np.sqrt(m)
+    L = K * s[:, None] * s[None, :]
+    Q, _ = np.linalg.qr(U * np.sqrt(m)[:, None])
+    P = np.eye(n2) - Q @ Q.T
+    shift = 2.0 * np.trace(L) + 1.0  # above every eigenvalue of L (PSD, trace bounds them)
+    lam, Y = np.linalg.eigh(P @ L @ P + shift * (Q @ Q.T))
+    return Y[:, :k] * s[:, None], lam[:k]
+
+
+def _iterated_modes(H, dofs, m, U, k):
+    """The modes by block inverse iteration on (K + s M) restricted to the
+    M-orthogonal complement of the affine span, with Rayleigh-Ritz (large bodies)."""
+    n2 = len(m)
+    rows = np.repeat(dofs, 6, axis=1).ravel()
+    cols = np.tile(dofs, (1, 6)).ravel()
+    s = 1e-6 * float(np.median(np.diagonal(H, axis1=1, axis2=2).sum(axis=1) / 6.0)) / float(np.mean(m))
+    shifted = factorize(
+        np.concatenate([rows, np.arange(n2)]),
+        np.concatenate([cols, np.arange(n2)]),
+        np.concatenate([H.ravel(), s * m]),
+        n2,
+    )
+    Um = U * m[:, None]
+    # the inverse on the complement: y = (K + s M)^-1 (M v - M U mu) with mu
+    # such that U^T M y = 0 (the constrained problem's own inverse, not a
+    # projection of the unconstrained one, whose fixed points are not its modes)
+    Z = shifted.solve(Um)
+    S = np.linalg.inv(Um.T @ Z)
+
+    def inverse(V):
+        Y = shifted.solve(m[:, None] * V)
+        return Y - Z @ (S @ (Um.T @ Y))
+
+    K_times = _product(rows, cols, H.ravel(), n2)
+    p = min(2 * k + 4, n2 - 6)
+    V = np.random.default_rng(0).standard_normal((n2, p))
+    previous = None
+    for _ in range(MAX_ITERATIONS):
+        V = inverse(V)
+        Kr = V.T @ K_times(V)
+        Mr = V.T @ (m[:, None] * V)
+        lam, W = _generalized_eigh(Kr, Mr)
+        V = V @ W
+        if previous is not None and np.all(
+            np.abs(lam[:k] - previous) <= ITERATION_TOL * np.abs(lam[:k]).max()
+        ):
+            break
+        previous = lam[:k]
+    return V[:, :k], lam[:k]
+
+
+def _product(rows, cols, vals, n):
+    """K V for K given as COO triplets, V (n, p)."""
+
+    def times(V):
+        out = np.zeros((n, V.shape[1]))
+        np.add.at(out, rows, vals[:, None] * V[cols])
+        return out
+
+    return times
+
+
+def _generalized_eigh(K, M):
+    """Eigenpairs of K w = lambda M w (M PD), w^T M w = 1, ascending."""
+    L = np.linalg.cholesky(M)
+    Li = np.linalg.inv(L)
+    lam, Y = np.linalg.eigh(Li @ K @ Li.T)
+    return lam, Li.T @ Y
+
+
+@dataclass(frozen=True)
+class ModalBasis:
+    """x = B q with stiff bodies (see the module docstring).
+
+    inner: the rigid bodies' AffineBasis or None; n_a: its number of unknowns
+    (2N without it); keep (n_a,): each inner DOF's q index, -1 on stiff DOFs;
+    stiff_of (n_a,): the stiff body of each inner DOF, -1 elsewhere; row_of
+    (n_a,): its row in phi; phi (R, W): per stiff DOF its weights on its body's
+    6 + k q DOFs (zero-padded to W); first, width (S,): each stiff body's first
+    q DOF and count; stiff_bodies (S,): their model body indices; rigid_dof
+    (2N,): the vertex DOFs moving with a reduced body (rigid or stiff), which
+    Newton's per-vertex force test leaves out; vertex_body, a_dofs: the rigid
+    bodies' (as in AffineBasis, a_dofs in q), for the orthogonality term.
+    """
+
+    inner: object
+    n_q: int
+    n_a: int
+    keep: np.ndarray
+    stiff_of: np.ndarray
+    row_of: np.ndarray
+    phi: np.ndarray
+    first: np.ndarray
+    width: np.ndarray
+    stiff_bodies: np.ndarray
+    rigid_dof: np.ndarray
+    vertex_body: np.ndarray
+    a_dofs: np.ndarray
+    # the stiff bodies' triangles (indices into the model's elements), their body
+    # (S,) index and, per triangle DOF, its weights on the body's q DOFs (m, 6, W)
+    stiff_tris: np.ndarray
+    tri_body: np.ndarray
+    tri_phi: np.ndarray
+    tri_starts: np.ndarray  # (S,) each stiff body's first triangle among stiff_tris
+    stiff_vertex: np.ndarray  # (N,) bool
+
+    @property
+    def n_rigid(self):
+        return 0 if self.inner is None else self.inner.n_rigid
+
+    def __getattr__(self, name):  # the rigid bodies' data (fit, area, stiffness, affine, ...)
+        inner = self.__dict__.get("inner")
+        if inner is None:
+            raise AttributeError(name)
+        return getattr(inner, name)
+
+    # ----------------------------------------------------------- vectors
+    def reduce_gradient(self, g):
+        """B^T g for a vertex-space vector g (2N,)."""
+        ga = g if self.inner is None else self.inner.reduce_gradient(g)
+        out = np.zeros(self.n_q)
+        plain = self.keep >= 0
+        out[self.keep[plain]] = ga[plain]
+        on = ~plain
+        idx, valid = self._slots(self.stiff_of[on])
+        out += np.bincount(idx[valid], (self.phi[self.row_of[on]] * ga[on][:, None])[valid], self.n_q)
+        return out
+
+    def expand(self, dq):
+        """B dq as vertex positions (N, 2)."""
+        da = np.zeros(self.n_a)
+        plain = self.keep >= 0
+        da[plain] = dq[self.keep[plain]]
+        on = ~plain
+        idx, valid = self._slots(self.stiff_of[on])
+        da[on] = np.einsum(
+            "dj,dj->d", self.phi[self.row_of[on]], np.where(valid, dq[np.where(valid, idx, 0)], 0.0)
+        )
+        return da.reshape(-1, 2) if self.inner is None else self.inner.expand(da)
+
+    def fixed(self, fixed_dof):
+        """(n_q,) bool: the q DOFs of fixed vertex DOFs (stiff bodies have no pins)."""
+        fa = fixed_dof if self.inner is None else self.inner.fixed(fixed_dof)
+        out = np.zeros(self.n_q, bool)
+        plain = self.keep >= 0
+        out[self.keep[plain]] = fa[plain]
+        return out
+
+    def coords(self, x):
+        """q of positions x (N, 2) in the range of B (least squares per stiff body)."""
+        a = x.ravel() if self.inner is None else self.inner.coords(x)
+        q = np.zeros(self.n_q)
+        plain = self.keep >= 0
+        q[self.keep[plain]] = a[plain]
+        for s in range(len(self.first)):  # once per stiff body, not in Newton's loop
+            on = np.flatnonzero(self.stiff_of == s)
+            w = self.width[s]
+            sol = np.linalg.lstsq(self.phi[self.row_of[on], :w], a[on], rcond=None)[0]
+            q[self.first[s] : self.first[s] + w] = sol
+        return q
+
+    def _slots(self, body):
+        """(idx (n, W), valid (n, W)): the q DOFs of stiff bodies body (n,)."""
+        W = self.phi.shape[1]
+        j = np.arange(W)
+        return self.first[body][:, None] + j, j < self.width[body][:, None]
+
+    # ----------------------------------------------------------- matrices
+    def reduce_triplets(self, rows, cols, vals):
+        """B^T H B for H given as COO triplets in vertex DOFs: triplets in q.
+        Through the inner basis first; then entries between kept DOFs map one
+        to one, and those touching a stiff DOF are reduced in two passes:
+        columns first (H Phi, summed per (row, stiff body)), then rows (Phi^T
+        of that, summed into one dense block per pair of stiff bodies)."""
+        if self.inner is not None:
+            rows, cols, vals = self.inner.reduce_triplets(rows, cols, vals)
+        sr, sc = self.stiff_of[rows], self.stiff_of[cols]
+        parts = [
+            (
+                self.keep[rows[(sr < 0) & (sc < 0)]],
+                self.keep[cols[(sr < 0) & (sc < 0)]],
+                vals[(sr < 0) & (sc < 0)],
+            )
+        ]
+        # stiff rows, kept columns: Phi^T H on the row side only
+        on = (sr >= 0) & (sc < 0)
+        idx, valid = self._slots(sr[on])
+        v = self.phi[self.row_of[rows[on]]] * vals[on][:, None]
+        parts.append((idx[valid], np.broadcast_to(self.keep[cols[on]][:, None], idx.shape)[valid], v[valid]))
+        # stiff columns: H Phi summed per (row, column body)
+        on = sc >= 0
+        r, c, s_c = rows[on], cols[on], sc[on]
+        S = len(self.first)
+        keys, which = np.unique(r * S + s_c, return_inverse=True)
+        W = self.phi.shape[1]
+        v = self.phi[self.row_of[c]] * vals[on][:, None]
+        Y = np.bincount(
+            (which.ravel()[:, None] * W + np.arange(W)).ravel(), v.ravel(), len(keys) * W
+        ).reshape(-1, W)
+        yr, ys = keys // S, keys % S
+        kept = self.stiff_of[yr] < 0
+        idx, valid = self._slots(ys[kept])
+        parts.append(
+            (np.broadcast_to(self.keep[yr[kept]][:, None], idx.shape)[valid], idx[valid], Y[kept][valid])
+        )
+        # stiff rows of H Phi: Phi^T (H Phi), one dense block per pair of stiff bodies
+        st = ~kept
+        pr, pc = self.stiff_of[yr[st]], ys[st]
+        pair_keys = pr * S + pc
+        order = np.argsort(pair_keys, kind="stable")
+        pairs, starts = np.unique(pair_keys[order], return_index=True)
+        blocks = _grouped_products(self.phi[self.row_of[yr[st][order]]], Y[st][order], starts)
+        a, b = pairs // S, pairs % S
+        ia, va = self._slots(a)
+        ib, vb = self._slots(b)
+        valid = va[:, :, None] & vb[:, None, :]
+        parts.append(
+            (
+                np.broadcast_to(ia[:, :, None], blocks.shape)[valid],
+                np.broadcast_to(ib[:, None, :], blocks.shape)[valid],
+                blocks[valid],
+            )
+        )
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+
+def _grouped_products(P, Y, starts):
+    """(G, W, W): P_g^T Y_g for the row groups of P, Y (n, W) starting at
+    starts (G,): one matrix product per group (pairs of stiff bodies: one per
+    body and per pair in contact), not an outer product per row."""
+    ends = np.append(starts[1:], len(P))
+    return np.stack([P[s:e].T @ Y[s:e] for s, e in zip(starts, ends, strict=True)])
+
+
+def build_modal_basis(inner, model_parts, stiff, modes):
+    """The basis of a model with stiff bodies (stiff: bool per body, modes:
+    k per body) over the inner basis of its rigid bodies (or None).
+    model_parts: (rest (N, 2), body_slices, elements (all triangles, with
+    their Lame parameters), mass (N,))."""
+    rest, slices, elements, mass = model_parts
+    n = len(rest)
+    rigid_dof = np.zeros(2 * n, bool) if inner is None else inner.rigid_dof.copy()
+    n_a = 2 * n if inner is None else inner.n_q
+    # inner index of each plain vertex DOF: they come first, in vertex order (solver/basis.py)
+    a_index = np.where(rigid_dof, -1, np.cumsum(~rigid_dof) - 1)
+    stiff_ids = np.flatnonzero(stiff)
+    columns, dof_lists = [], []
+    for b in stiff_ids:  # once per scene, per body
+        s = slices[b]
+        local = rest[s]
+        mine = (elements.tris[:, 0] >= s.start) & (elements.tris[:, 0] < s.stop)
+        tris = elements.tris[mine] - s.start
+        phi, _ = elastic_modes(local, tris, elements.mu[mine], elements.lam[mine], mass[s], modes[b])
+        body_mass = float(mass[s].sum())
+        columns.append(
+            np.column_stack([affine_columns(local - local.mean(axis=0)), phi * np.sqrt(body_mass)])
+        )
+        dof_lists.append(np.arange(2 * s.start, 2 * s.stop))
+    width = np.array([c.shape[1] for c in columns], np.intp)
+    W = int(width.max())
+    stiff_dof = np.concatenate(dof_lists)
+    stiff_a = a_index[stiff_dof]
+    stiff_of = np.full(n_a, -1, np.intp)
+    stiff_of[stiff_a] = np.repeat(np.arange(len(stiff_ids)), [len(d) for d in dof_lists])
+    row_of = np.full(n_a, -1, np.intp)
+    row_of[stiff_a] = np.arange(len(stiff_a))
+    phi = np.zeros((len(stiff_a), W))
+    phi[:] = np.concatenate([np.pad(c, ((0, 0), (0, W - c.shape[1]))) for c in columns])
+    n_kept = n_a - len(stiff_a)
+    keep = np.full(n_a, -1, np.intp)
+    keep[stiff_of < 0] = np.arange(n_kept)
+    first = n_kept + np.concatenate([[0], np.cumsum(width)[:-1]])
+    rigid_dof[stiff_dof] = True
+    vertex_body = np.full(n, -1, np.intp) if inner is None else inner.vertex_body
+    a_dofs = np.zeros((0, 4), np.intp) if inner is None else keep[inner.a_dofs]
+    stiff_vertex = np.zeros(n, bool)
+    stiff_vertex[stiff_dof[0::2] // 2] = True
+    stiff_tris = np.flatnonzero(stiff_vertex[elements.tris[:, 0]])
+    tri_dofs = (2 * elements.tris[stiff_tris][:, :, None] + np.arange(2)).reshape(-1, 6)
+    tri_rows = row_of[a_index[tri_dofs]]
+    tri_body = stiff_of[a_index[tri_dofs[:, 0]]]
+    return ModalBasis(
+        inner,
+        int(n_kept + width.sum()),
+        n_a,
+        keep,
+        stiff_of,
+        row_of,
+        phi,
+        first,
+        width,
+        stiff_ids,
+        rigid_dof,
+        vertex_body,
+        a_dofs,
+        stiff_tris,
+        tri_body,
+        phi[tri_rows],
+        np.flatnonzero(np.diff(tri_body, prepend=-1)),
+        stiff_vertex,
+    )
+
+
+class ModalElasticity:
+    """The Neo-Hookean energy of the stiff bodies' triangles (h^2-weighted):
+    value and gradient in vertex space, as :class:`~solver.terms.Elasticity`
+    (the line search and the force test read them), Hessian in q
+    (:meth:`reduced_hessian`): per triangle Phi_e^T H_e Phi_e, summed into one
+    dense (6 + k)^2 block per body, rather than B^T H B over every entry."""
+
+    per_h2, stage = True, "elasticity"
+
+    def __init__(self, basis, elements, weight):
+        self.basis, self.weight = basis, weight
+        self.el = dataclasses.replace(
+            elasticity.make_elements(elements.rest_positions, elements.tris, 1.0, 0.0),
+            mu=elements.mu,
+            lam=elements.lam,
+        )
+        self.G = np.matmul(self.el.B, basis.tri_phi)  # (m, 4, W): vec(F) per unit q
+        self.G_rows = self.G.reshape(-1, self.G.shape[2])
+
+    @classmethod
+    def build(cls, model, consts):
+        basis = getattr(model, "basis", None)
+        if not isinstance(basis, ModalBasis):
+            return None
+        keep = basis.stiff_tris
+        el = model.elements
+        part = _Elements(model.rest, el.tris[keep], el.mu[keep], el.lam[keep])
+        return cls(basis, part, consts.h * consts.h)
+
+    def value(self, x, cs):
+        return elasticity.value(self.el, x)
+
+    def gradient(self, x, cs, T):
+        T.add_gradient_at(self.el.dofs, self.weight * elasticity.gradient(self.el, x))
+
+    def gradient_hessian(self, x, cs, T, project, majorize=None):
+        self.gradient(x, cs, T)  # the Hessian is added in q (reduced_hessian)
+
+    def reduced_hessian(self, x, project):
+        """(rows, cols, vals): the weighted Hessian in q, one dense block per
+        stiff body (element Hessians PSD-projected first if project)."""
+        b, el = self.basis, self.el
+        F = elasticity.deformation_gradient(el, x)
+        if project:
+            C = elasticity.projected_stress_derivative(el, F)
+        else:
+            C = elasticity.stress_derivative(el, F).reshape(-1, 4, 4)
+        # H_e = A B^T C B, so Phi_e^T H_e Phi_e = A G^T C G with G = B Phi_e
+        # (4 x W, constant): a body's block is one product over its triangles
+        CG = np.matmul(C * (self.weight * el.area)[:, None, None], self.G)  # (m, 4, W)
+        ends = np.append(b.tri_starts[1:], len(C))
+        blocks = np.stack(
+            [  # once per stiff body; its triangles are consecutive (bodies' elements are)
+                self.G_rows[4 * s : 4 * e].T @ CG[s:e].reshape(-1, CG.shape[2])
+                for s, e in zip(b.tri_starts, ends, strict=True)
+            ]
+        )
+        idx, valid = b._slots(b.tri_body[b.tri_starts])
+        on = valid[:, :, None] & valid[:, None, :]
+        rows = np.broadcast_to(idx[:, :, None], blocks.shape)[on]
+        cols = np.broadcast_to(idx[:, None, :], blocks.shape)[on]
+        return rows, cols, blocks[on]
+
+
+@dataclass(frozen=True)
+class _Elements:
+    rest_positions: np.ndarray
+    tris: np.ndarray
+    mu: np.ndarray
+    lam: np.ndarray
