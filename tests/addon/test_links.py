@@ -279,8 +279,31 @@ def test_bad_links_are_refused_naming_the_empty_and_the_object():
     assert "IPC link 'Hinge': Object 2 'B' is not a deformable body" in _refused(a)
     b.ipc.role = "BODY"
     assert "IPC link 'Hinge': Object 2 'B' is not baked with the other bodies" in _refused(a)
+
+
+def test_a_link_whose_object_1_was_deleted_is_skipped_with_a_note():
+    """As Blender's Rigid Body skips a constraint whose object is gone: the bake goes on
+    without the link (B falls freely, as without it), its note names the Empty; the link is
+    no input of the bake either (its signature is the one without the link)."""
+    _scene()
+    a = _square("A", (0.0, 0.0))
+    b = _square("B", (0.5, 0.0))
+    _empty("Hinge", (0.5, 0.0, 0.0), "PIN", a, b)
     bpy.data.objects.remove(a)
-    assert "IPC link 'Hinge': Object 1 is not set (or its object was deleted)" in _refused(b)
+    bpy.context.view_layer.update()
+    _bake(b)
+    scene = bpy.context.scene
+    assert (
+        "IPC link 'Hinge' has no Object 1 (deleted, or never picked) and is ignored" in scene.ipc.stat_notes
+    )
+    scene.frame_set(13)
+    fell = -_centre_z(b)
+    t = 12 / scene.render.fps
+    assert abs(fell - 0.5 * 9.81 * t * t) < 0.1 * 0.5 * 9.81 * t * t, fell
+    signature = harness.sub("signature")
+    parts = signature.signature_parts(scene, [b], [])
+    assert not any(label.startswith("link ") for label in parts), parts
+    assert not signature.is_outdated(bpy.context, b)
 
 
 def test_a_changed_link_marks_the_bake_outdated_and_continue_names_it():
