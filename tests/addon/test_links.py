@@ -245,6 +245,33 @@ def test_bodies_sharing_a_collision_group_collide():
     assert art._world_xz(a)[:, 0].mean() < art._world_xz(b)[:, 0].mean()
 
 
+def _onto_a_shelf(shelf_groups):
+    """A plate dropped onto a shelf (a collider, its top 0.1 m below the plate); the plate in
+    group 1."""
+    _scene(n_frames=13)
+    plate = _square("Plate", (0.0, 0.0))
+    plate.ipc.collision_groups = [i == 1 for i in range(20)]
+    shelf = _square("Shelf", (0.0, -0.5), side=0.6)
+    shelf.ipc.role = "COLLIDER"
+    shelf.ipc.collision_groups = [i in shelf_groups for i in range(20)]
+    _bake(plate)
+    bpy.context.scene.frame_set(13)
+    return plate
+
+
+def test_a_body_passes_through_a_collider_of_another_group_and_rests_on_one_of_its_own():
+    """Groups filter body-collider pairs too (as Rigid Body's Collision Collections): the
+    plate falls through a shelf in group 0 only, every frame clean against one in 0 and 1."""
+    fell = -_centre_z(_onto_a_shelf({0}))
+    t = 12 / bpy.context.scene.render.fps
+    assert abs(fell - 0.5 * 9.81 * t * t) < 0.1 * 0.5 * 9.81 * t * t, fell
+    harness.teardown()
+    harness.setup()
+    plate = _onto_a_shelf({0, 1})
+    assert _centre_z(plate) > -0.2 + SIDE / 2 - 0.01  # on the shelf's top (z = -0.2)
+    art._assert_baked_frames_clean([plate])
+
+
 def test_a_body_in_no_collision_group_is_refused_naming_it():
     _scene()
     a = _square("A", (0.0, 0.0))
