@@ -15,7 +15,7 @@ import bpy
 import numpy as np
 
 from . import bake_files, blas_threads, frame_diagnostics, frame_motion, links, messages
-from .animated import at_start, read_animation
+from .animated import at_start, read_animation, start_gravity
 from .bake_files import exports_holding
 from .colliders import (
     ColliderReport,
@@ -209,6 +209,7 @@ class BakeJob:
             solver_scene = dataclasses.replace(solver_scene, fields=force_fields)
         if animation is not None:  # keyed settings, painted stiffness (blender_ipc/animated.py)
             solver_scene = dataclasses.replace(solver_scene, animation=animation)
+            solver_scene = start_gravity(solver_scene)
         fps = scene.render.fps / scene.render.fps_base
         samples = links.Samples(mats, times, plane, self.frame_start, fps, anchors)
         solver_scene, notes = links.compose(

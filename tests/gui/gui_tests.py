@@ -702,6 +702,81 @@ def test_links_and_a_wind_field_baked_modally_every_frame_checked():
     assert blown > calm + 0.01, f"the wind did not push B along +X ({blown} vs {calm})"
 
 
+def _build_pins_groups_and_keyed_gravity():
+    """A plate hung by its Pinned Group (Engaged keyed off at frame 7), the scene's gravity keyed
+    to double at frame 7 (constant interpolation), and two plates over a shelf (a collider in
+    group 0): Solid in group 0, Ghost in group 2. Returns (hung, solid, ghost)."""
+    import test_links
+
+    test_links._scene(n_frames=13)
+    scene = bpy.context.scene
+    scene.ipc.substeps = 4
+    scene.use_gravity, scene.ipc.use_scene_gravity = True, True
+    with driver.override():
+        hung = test_links._pinned_plate("Hung")
+        hung.location.x = 0.1
+        hung.ipc.youngs_modulus = 1e7
+        for frame, on in ((1, True), (7, False)):
+            hung.ipc.pin_engaged = on
+            hung.keyframe_insert("ipc.pin_engaged", frame=frame)
+        for frame, g in ((1, -9.81), (7, -19.62)):
+            scene.gravity[2] = g
+            scene.keyframe_insert("gravity", index=2, frame=frame)
+        solid = test_links._square("Solid", (-0.65, 0.0))
+        ghost = test_links._square("Ghost", (-0.35, 0.0))
+        ghost.ipc.collision_groups = [i == 2 for i in range(20)]
+        shelf = test_links._square("Shelf", (-0.5, -0.5), side=0.6)
+        shelf.ipc.role = "COLLIDER"
+    for fc in addon.adapter.fcurves_of(scene):
+        for point in fc.keyframe_points:
+            point.interpolation = "CONSTANT"
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj in (hung, solid, ghost))
+    bpy.context.view_layer.objects.active = hung
+    scene.frame_set(1)
+    return hung, solid, ghost
+
+
+def test_a_released_pin_groups_and_keyed_gravity_baked_modally_every_frame_checked():
+    """Issue 32, points 2, 3 and 5 in the GUI, baked with the modal operator: every frame of
+    the hung and the solid plate checked independently (no inverted face, no crossing, clear of
+    the shelf), the ghost's faces never inverted; the hung plate held until frame 7, then
+    falling with the keyed gravity, 19.62 t^2 / 2 (to implicit Euler's lag); Solid rests on the
+    shelf, Ghost (another group) falls through it; the modal bake equals the headless one."""
+    import checks
+    import test_artist_input as art
+    import test_links
+
+    yield from ensure_idle()
+    hung, solid, ghost = _build_pins_groups_and_keyed_gravity()
+    scene = bpy.context.scene
+    start_modal_bake()
+    yield from driver.wait_until(lambda: ops.RunningBake.job is None, 120, "the bake")
+    yield 0.2
+    names = ("Hung", "Solid", "Ghost")
+    modal = {n: _keys(n) for n in names}
+    assert all(k is not None and len(k) == 13 for k in modal.values()), scene.ipc.stat_message
+    art._assert_baked_frames_clean([hung, solid])
+    tris = art._face_triangles(ghost)
+    for frame in range(1, 14):
+        scene.frame_set(frame)
+        assert (checks.signed_areas(art._world_xz(ghost), tris) > 0).all(), f"frame {frame}: Ghost inverted"
+    scene.frame_set(7)
+    released = test_links._centre_z(hung)
+    assert abs(released) < 0.01 * test_links.SIDE, f"not held until frame 7: {released}"
+    g, h = 19.62, 1.0 / (scene.render.fps * 4)
+    for frame in range(8, 14):
+        scene.frame_set(frame)
+        t = (frame - 7) / scene.render.fps
+        fall = released - test_links._centre_z(hung)
+        assert abs(fall - 0.5 * g * t * t) <= 0.5 * g * h * t + 0.002, f"frame {frame}: fell {fall}"
+    assert test_links._centre_z(solid) > -0.2 + test_links.SIDE / 2 - 0.01, "Solid went into the shelf"
+    assert test_links._centre_z(ghost) < -0.2 - test_links.SIDE, "Ghost did not fall through the shelf"
+    with driver.override("PROPERTIES"):
+        assert bpy.ops.ipc.bake() == {"FINISHED"}
+    assert {n: _keys(n) for n in names} == modal, "the modal bake differs from the headless one"
+
+
 SCENARIOS = [
     test_esc_cancels_modal_bake_and_scene_is_unchanged,
     test_cancel_button_stops_modal_bake_and_scene_is_unchanged,
@@ -713,6 +788,7 @@ SCENARIOS = [
     test_enter_and_stop_button_keep_the_frames_and_continue_equals_one_go,
     test_bake_from_here_live_esc_and_equal_to_the_bake,
     test_links_and_a_wind_field_baked_modally_every_frame_checked,
+    test_a_released_pin_groups_and_keyed_gravity_baked_modally_every_frame_checked,
 ]
 if os.environ.get("GUI_TEST_ONLY"):  # a part of the name: run only those scenarios (debugging)
     SCENARIOS = [s for s in SCENARIOS if os.environ["GUI_TEST_ONLY"] in s.__name__]
