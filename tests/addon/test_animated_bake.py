@@ -4,9 +4,9 @@ substep), and keyed gravity reaches a pin released at a keyed frame."""
 
 import bpy
 import harness
-import numpy as np
 import test_artist_input as art
 import test_links as tl
+from test_link_anchors import _all_keys
 
 
 def setup_function():
@@ -15,15 +15,6 @@ def setup_function():
 
 def teardown_function():
     harness.teardown()
-
-
-def _keys(obj):
-    out = []
-    for kb in obj.data.shape_keys.key_blocks:
-        co = np.empty(len(kb.data) * 3, np.float32)
-        kb.data.foreach_get("co", co)
-        out.append(co.tobytes())
-    return out
 
 
 def test_keyed_gravity_and_a_released_pin_bake_the_same_from_any_current_frame():
@@ -51,15 +42,7 @@ def test_keyed_gravity_and_a_released_pin_bake_the_same_from_any_current_frame()
         scene.frame_set(current)
         tl._bake(plate)
         assert scene.frame_current == current
-        baked.append(_keys(plate))
+        baked.append(_all_keys(plate))
     assert baked[0] == baked[1], "the bake depends on the frame it was started from"
     art._assert_baked_frames_clean([plate])
-    scene.frame_set(7)
-    released = tl._centre_z(plate)
-    assert abs(released) < 0.01 * tl.SIDE  # held until then
-    g, h = 19.62, 1.0 / (scene.render.fps * 4)
-    for frame in range(8, 14):
-        scene.frame_set(frame)
-        t = (frame - 7) / scene.render.fps
-        fall = released - tl._centre_z(plate)
-        assert abs(fall - 0.5 * g * t * t) <= 0.5 * g * h * t + 0.002, f"frame {frame}: fell {fall}"
+    tl.assert_held_then_falling(plate, 7, 19.62)

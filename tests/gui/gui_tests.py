@@ -761,15 +761,7 @@ def test_a_released_pin_groups_and_keyed_gravity_baked_modally_every_frame_check
     for frame in range(1, 14):
         scene.frame_set(frame)
         assert (checks.signed_areas(art._world_xz(ghost), tris) > 0).all(), f"frame {frame}: Ghost inverted"
-    scene.frame_set(7)
-    released = test_links._centre_z(hung)
-    assert abs(released) < 0.01 * test_links.SIDE, f"not held until frame 7: {released}"
-    g, h = 19.62, 1.0 / (scene.render.fps * 4)
-    for frame in range(8, 14):
-        scene.frame_set(frame)
-        t = (frame - 7) / scene.render.fps
-        fall = released - test_links._centre_z(hung)
-        assert abs(fall - 0.5 * g * t * t) <= 0.5 * g * h * t + 0.002, f"frame {frame}: fell {fall}"
+    test_links.assert_held_then_falling(hung, 7, 19.62)
     assert test_links._centre_z(solid) > -0.2 + test_links.SIDE / 2 - 0.01, "Solid went into the shelf"
     assert test_links._centre_z(ghost) < -0.2 - test_links.SIDE, "Ghost did not fall through the shelf"
     with driver.override("PROPERTIES"):
