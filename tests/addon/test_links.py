@@ -125,6 +125,41 @@ def test_pin_between_two_bodies_keeps_their_points_together():
     assert art._world_xz(b).mean(axis=0)[1] < -0.02  # B swung down about the joint
 
 
+def _edge_angle(obj):
+    """The direction [rad] of the plate's bottom edge (its first two mesh vertices)."""
+    x = art._world_xz(obj)
+    return float(np.arctan2(*(x[1] - x[0])[::-1]))
+
+
+def test_a_weld_keeps_two_bodies_from_turning_against_each_other():
+    """A swinging on a Pin at its upper left corner; B welded to A where they overlap: every
+    frame B turns exactly as A does (within 0.01 rad) while A swings by more than 0.1 rad; a
+    Pin in the Weld's place lets B turn against A."""
+    turned = {}
+    for kind in ("WELD", "PIN"):
+        harness.teardown()
+        harness.setup()
+        _scene()
+        a = _square("A", (0.0, 0.0))
+        b = _square("B", (0.15, 0.0))
+        _empty("Hinge", (-0.08, 0.0, 0.08), "PIN", a)
+        _empty("Joint", (0.075, 0.0, 0.0), kind, a, b)
+        _bake(a, b)
+        for obj in (a, b):  # each on its own: linked bodies may overlap
+            art._assert_baked_frames_clean([obj])
+        scene = bpy.context.scene
+        scene.frame_set(1)
+        start = _edge_angle(a), _edge_angle(b)
+        relative = []
+        for frame in range(1, 14):
+            scene.frame_set(frame)
+            relative.append((_edge_angle(b) - start[1]) - (_edge_angle(a) - start[0]))
+        assert abs(_edge_angle(a) - start[0]) > 0.1, "A did not swing"
+        turned[kind] = np.abs(relative).max()
+    assert turned["WELD"] < 0.01, turned
+    assert turned["PIN"] > 0.05, turned
+
+
 def test_add_link_operator_makes_an_empty_between_two_selected_bodies():
     a = _square("A", (0.0, 0.0))
     b = _square("B", (0.5, 0.0))
@@ -401,8 +436,9 @@ def test_panels_draw_links_pins_groups_and_the_advanced_settings():
     harness.sub("link_ui").draw_link(layout, empty)
     for name in ("collision_groups", "pin_strength", "pin_stiffness", "pin_engaged", "static_friction"):
         assert ("prop", name) in log, name
-    for name in ("object1", "object2", "stiffness", "damping", "length", "breakable", "collide"):
+    for name in ("object1", "object2", "anchor1", "stiffness", "damping", "length", "breakable", "collide"):
         assert ("prop", name) in log, name
+    assert ("op", "ipc.add_link_anchors") in log  # Anchor 1 is empty: offered
     log.clear()
     panels = harness.sub("panels")
     panels.draw_scene(layout, bpy.context)
