@@ -101,7 +101,9 @@ def _real_overlap(a: _Shape, b: _Shape, tol: float) -> bool:
         pts = guest.x[guest.verts]
         t = host.tris
         x0, x1, x2 = (host.x[t[:, k]][None] for k in range(3))
-        inside = points_in_triangles(pts[:, None], x0, x1, x2, closed=False).any(axis=1)
+        # closed: a vertex on an edge between two of the host's triangles is inside it too (on
+        # its boundary it is at depth 0, which the depth test below lets through)
+        inside = points_in_triangles(pts[:, None], x0, x1, x2, closed=True).any(axis=1)
         if inside.any():
             depth, _ = _point_edge(pts[inside], host.x[host.edges[:, 0]], host.x[host.edges[:, 1]])
             if depth.min(axis=1).max() > tol:

@@ -82,6 +82,15 @@ def test_real_overlap_is_refused_naming_both():
         separate(scene([a, b]))
 
 
+def test_an_overlap_whose_outlines_only_share_lines_is_refused():
+    """B 5 cm into A at the same height: their outlines cross nowhere (the top and bottom
+    edges lie on the same lines) and B's vertices inside A lie on edges between A's triangles;
+    still a real overlap, not a touching start to move apart (as it was taken before)."""
+    a, b = square("A", (0.0, 0.4)), square("B", (0.15, 0.4))
+    with pytest.raises(SolverInputError, match="'A' and 'B' overlap at the start"):
+        separate(scene([a, b]))
+
+
 def test_apart_bodies_are_left_alone():
     a, b = square("A", (0.0, 0.4)), square("B", (0.5, 0.4))
     s = scene([a, b])
