@@ -254,9 +254,17 @@ def _between(context, bodies):
 CLASSES = (IPC_LinkSettings, IPC_OT_add_link, IPC_OT_add_link_anchors, IPC_PT_link)
 
 
+def draw_menu(menu, _context):
+    """Object > Add IPC Link, with its types (as Object > Rigid Body > Connect)."""
+    menu.layout.separator()
+    menu.layout.operator_menu_enum("ipc.add_link", "kind", text="Add IPC Link")
+
+
 def attach():
     bpy.types.Object.ipc_link = PointerProperty(type=IPC_LinkSettings)
+    bpy.types.VIEW3D_MT_object.append(draw_menu)
 
 
 def detach():
+    bpy.types.VIEW3D_MT_object.remove(draw_menu)
     del bpy.types.Object.ipc_link

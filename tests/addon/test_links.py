@@ -162,6 +162,17 @@ def test_a_weld_keeps_two_bodies_from_turning_against_each_other():
     assert turned["PIN"] > 0.05, turned
 
 
+def test_add_ipc_link_is_in_the_object_menu_with_its_types():
+    link_ui = harness.sub("link_ui")
+    assert link_ui.draw_menu in bpy.types.VIEW3D_MT_object._dyn_ui_initialize()
+    calls = []
+    layout = type("Layout", (), {})()
+    layout.separator = lambda: None
+    layout.operator_menu_enum = lambda op, prop, text="": calls.append((op, prop, text))
+    link_ui.draw_menu(type("Menu", (), {"layout": layout})(), bpy.context)
+    assert calls == [("ipc.add_link", "kind", "Add IPC Link")]
+
+
 def test_add_link_operator_makes_an_empty_between_two_selected_bodies():
     a = _square("A", (0.0, 0.0))
     b = _square("B", (0.5, 0.0))
