@@ -112,3 +112,14 @@ def at_start(materials, body_objs, animation):
             }
             out[i] = dataclasses.replace(out[i], **keyed)
     return out
+
+
+def start_gravity(solver_scene):
+    """The scene with its gravity setting as at the start frame when gravity is keyed (the
+    solver scales its weight-based tolerances and the start's separation by it; read at the
+    current frame it made the bake depend on the frame it was started from)."""
+    track = solver_scene.animation.gravity
+    if track is None:
+        return solver_scene
+    g = tuple(float(x) for x in np.asarray(track.values)[0])
+    return dataclasses.replace(solver_scene, params=dataclasses.replace(solver_scene.params, gravity=g))

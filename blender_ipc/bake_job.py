@@ -15,7 +15,7 @@ import bpy
 import numpy as np
 
 from . import bake_files, blas_threads, frame_diagnostics, frame_motion, links, messages
-from .animated import at_start, read_animation
+from .animated import at_start, read_animation, start_gravity
 from .bake_files import exports_holding
 from .colliders import (
     ColliderReport,
@@ -141,7 +141,8 @@ class BakeJob:
         """Objects that touched at the start and were separated for the simulation, the fields
         it ignores, and what the solver changed in the scene (Simulation.notes), or ''."""
         parts = [separation_report(self.separated, self.solver_scene.params.dhat)]
-        parts += [m[0].upper() + m[1:] for m in getattr(self, "field_messages", ())]
+        messages = [*getattr(self, "field_messages", ()), *getattr(self, "link_notes", ())]
+        parts += [m[0].upper() + m[1:] for m in messages]
         parts += list(self.sim.notes)
         return "; ".join(p for p in parts if p)
 
@@ -171,7 +172,8 @@ class BakeJob:
             depsgraph = context.evaluated_depsgraph_get()
             bodies = [read_body(o, plane) for o in self.body_objs]
             colliders = [read_collider(o, depsgraph, plane) for o in self.collider_objs]
-            empties = links.linked(links.link_empties(context.view_layer.objects), self.body_objs)
+            empties, self.link_notes = links.linked(context.view_layer.objects, self.body_objs)
+            anchors = links.anchor_points(empties)  # Spring and Rope ends, at the start frame
             objs = self.body_objs + self.collider_objs + empties  # link Empties sampled last
             # Obstacle bodies move with their bake, deforming colliders with their evaluated
             # mesh: both sampled per substep; rigid colliders by their matrix only.
@@ -207,9 +209,13 @@ class BakeJob:
             solver_scene = dataclasses.replace(solver_scene, fields=force_fields)
         if animation is not None:  # keyed settings, painted stiffness (blender_ipc/animated.py)
             solver_scene = dataclasses.replace(solver_scene, animation=animation)
+            solver_scene = start_gravity(solver_scene)
         fps = scene.render.fps / scene.render.fps_base
-        samples = links.Samples(mats, times, plane, self.frame_start, fps)
-        solver_scene = links.compose(solver_scene, self.body_objs, self.collider_objs, empties, samples)
+        samples = links.Samples(mats, times, plane, self.frame_start, fps, anchors)
+        solver_scene, notes = links.compose(
+            solver_scene, self.body_objs, self.collider_objs, empties, samples
+        )
+        self.link_notes += notes
         frame_mats = mats[: n_steps + 1 : self.substeps, : len(bodies)]
         return bodies, frame_mats, solver_scene
 

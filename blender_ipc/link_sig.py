@@ -5,7 +5,7 @@ current (and can be continued)."""
 from __future__ import annotations
 
 from .common import fcurves_of
-from .links import N_GROUPS, link_empties
+from .links import N_GROUPS, anchor_objects, layer_objects, link_set
 
 _DEFAULT_GROUPS = (True,) + (False,) * (N_GROUPS - 1)
 _PIN_DEFAULTS = {"pin_strength": "HARD", "pin_stiffness": 1000.0, "pin_engaged": True}
@@ -44,17 +44,19 @@ def later_object_text(obj) -> str:
 
 
 def link_empties_of(scene, bodies) -> list:
-    """The link Empties of the scene that hold one of the bodies (or lost their Object 1)."""
-    out = []
-    for empty in link_empties(scene.objects):
-        ends = (empty.ipc_link.object1, empty.ipc_link.object2)
-        if ends[0] is None or any(o is not None and o in bodies for o in ends):
-            out.append(empty)
-    return out
+    """The link Empties that hold one of the bodies: the bake's own set (links.link_set)."""
+    return link_set(layer_objects(scene), bodies)[0]
 
 
 def link_text(empty) -> str:
-    """A link Empty's settings and the names of its objects, as text."""
+    """A link Empty's settings and the names of its objects (and anchors, when set), as text."""
     s = empty.ipc_link
     names = [o.name if o is not None else "" for o in (s.object1, s.object2)]
-    return f"{names}" + "".join(f"{name}={getattr(s, name)};" for name in _LINK_FIELDS)
+    text = f"{names}" + "".join(f"{name}={getattr(s, name)};" for name in _LINK_FIELDS)
+    anchors = anchor_objects(empty)
+    return text + (f"anchors={[a.name for a in anchors]};" if anchors else "")
+
+
+def moved_objects(empty) -> list:
+    """The objects whose motion the link's signature covers: its Empty and its anchors."""
+    return [empty, *anchor_objects(empty)]

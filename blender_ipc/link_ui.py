@@ -13,6 +13,22 @@ def _is_body(_self, obj):
     return obj.ipc.role == "BODY" and obj.type == "MESH"
 
 
+def _is_anchor(self, obj):
+    return obj != self.id_data and not links.is_link(obj)
+
+
+def _anchor_property(k):
+    """Anchor k: the object whose start-frame location is the Spring's or Rope's end on
+    Object k (empty: Object k's Origin)."""
+    return PointerProperty(
+        name=f"Anchor {k}",
+        type=bpy.types.Object,
+        poll=_is_anchor,
+        description=f"Spring and Rope: where the link holds Object {k}, this object's location at "
+        f"the start frame (Add Anchors puts an Empty there); empty: Object {k}'s Origin",
+    )
+
+
 class IPC_LinkSettings(bpy.types.PropertyGroup):
     kind: EnumProperty(
         name="Type",
@@ -22,8 +38,8 @@ class IPC_LinkSettings(bpy.types.PropertyGroup):
             ("NONE", "None", "No link"),
             ("PIN", "Pin", "Hinge: the bodies' points at the Empty are held together, free to turn"),
             ("WELD", "Weld", "The bodies are glued at the Empty: no relative turning either"),
-            ("SPRING", "Spring", "A spring with a rest length, stiffness and damping between the Origins"),
-            ("ROPE", "Rope", "A maximum distance between the Origins: slack when shorter"),
+            ("SPRING", "Spring", "A spring with a rest length, stiffness and damping between the anchors"),
+            ("ROPE", "Rope", "A maximum distance between the anchors: slack when shorter"),
         ],
     )
     object1: PointerProperty(
@@ -36,6 +52,8 @@ class IPC_LinkSettings(bpy.types.PropertyGroup):
         description="Second deformable body; empty: Object 1 is held to this Empty (animate the "
         "Empty to drag it)",
     )
+    anchor1: _anchor_property(1)
+    anchor2: _anchor_property(2)
     stiffness: FloatProperty(
         name="Stiffness", description="Spring stiffness [N/m]", default=100.0, min=0.0, soft_max=1e5
     )
@@ -90,6 +108,13 @@ def draw_link(layout, obj):
     col.prop(s, "object2")
     layout.prop(s, "collide")
     if s.kind in {"SPRING", "ROPE"}:
+        col = layout.column(align=True)
+        col.prop(s, "anchor1")
+        sub = col.column()
+        sub.active = s.object2 is not None
+        sub.prop(s, "anchor2")
+        if s.anchor1 is None or (s.object2 is not None and s.anchor2 is None):
+            col.operator("ipc.add_link_anchors", icon="EMPTY_AXIS")
         col = layout.column(align=True)
         if s.kind == "SPRING":
             col.prop(s, "stiffness")
@@ -181,6 +206,41 @@ class IPC_OT_add_link(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class IPC_OT_add_link_anchors(bpy.types.Operator):
+    """Put an Empty on each end of the active Spring or Rope that has no Anchor yet (at its
+    body's Origin, parented to the body): move them to where the link should hold"""
+
+    bl_idname = "ipc.add_link_anchors"
+    bl_label = "Add Anchors"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        return obj is not None and links.is_link(obj) and obj.ipc_link.kind in {"SPRING", "ROPE"}
+
+    def execute(self, context):
+        empty = context.object
+        s = empty.ipc_link
+        added = []
+        for k, body in ((1, s.object1), (2, s.object2)):
+            if body is None or getattr(s, f"anchor{k}") is not None:
+                continue
+            anchor = bpy.data.objects.new(f"{empty.name}_Anchor{k}", None)
+            anchor.empty_display_type, anchor.empty_display_size = "SPHERE", 0.02
+            context.collection.objects.link(anchor)
+            anchor.location = body.matrix_world.translation
+            anchor.parent = body  # it follows the body as the artist moves it before baking
+            anchor.matrix_parent_inverse = body.matrix_world.inverted()
+            setattr(s, f"anchor{k}", anchor)
+            added.append(anchor.name)
+        if not added:
+            self.report({"ERROR"}, f"IPC link '{empty.name}': every end already has an Anchor")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Added {', '.join(added)}: move them to where the link holds")
+        return {"FINISHED"}
+
+
 def _between(context, bodies):
     """Where the new Empty goes: halfway between the bodies' Origins (on the one body's Origin),
     in the simulation plane's out-of-plane position of the first."""
@@ -191,12 +251,20 @@ def _between(context, bodies):
     return mid
 
 
-CLASSES = (IPC_LinkSettings, IPC_OT_add_link, IPC_PT_link)
+CLASSES = (IPC_LinkSettings, IPC_OT_add_link, IPC_OT_add_link_anchors, IPC_PT_link)
+
+
+def draw_menu(menu, _context):
+    """Object > Add IPC Link, with its types (as Object > Rigid Body > Connect)."""
+    menu.layout.separator()
+    menu.layout.operator_menu_enum("ipc.add_link", "kind", text="Add IPC Link")
 
 
 def attach():
     bpy.types.Object.ipc_link = PointerProperty(type=IPC_LinkSettings)
+    bpy.types.VIEW3D_MT_object.append(draw_menu)
 
 
 def detach():
+    bpy.types.VIEW3D_MT_object.remove(draw_menu)
     del bpy.types.Object.ipc_link

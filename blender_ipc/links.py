@@ -8,16 +8,21 @@ Where the ends are:
 - Pin and Weld: at the Empty's location (the pivot) at the start frame, on Object 1 and on
   Object 2 (the pivot must lie inside both: linked bodies that do not collide may overlap);
   without Object 2 the second end is the Empty itself, sampled per substep, so an animated
-  Empty drags Object 1;
-- Spring and Rope: at the Origins of Object 1 and Object 2 (Set Origin moves them), or from
-  Object 1's Origin to the Empty without Object 2.
+  Empty drags Object 1. With Object 2 set only the start frame's pivot counts (as a Rigid Body
+  Constraint's frame): an animated Empty is named in the bake's note;
+- Spring and Rope: at the Anchor 1 and Anchor 2 objects (an Empty parented to the body, say)
+  at the start frame, each on its body; an Anchor left empty is the body's Origin (Set Origin
+  moves it). Without Object 2 the second end is the Empty, as for a Pin.
 
-Everything is read at the start frame in the simulation plane, as the bodies are.
+Everything is read at the start frame in the simulation plane, as the bodies are. Which link
+Empties count: those of the view layer (Blender evaluates only its objects), for the bake and
+its signature alike (:func:`link_set`); a link without Object 1 (its object was deleted) is
+skipped with a note naming the Empty, as Blender's Rigid Body skips such a constraint.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -71,18 +76,53 @@ def link_problem(empty, bodies=None) -> str:
     return ""
 
 
-def linked(empties, bodies) -> list:
-    """The link Empties that hold one of the baked bodies; raises IPCError for one that cannot
-    be simulated (nothing is changed)."""
-    out = []
-    for empty in empties:
-        if not any(o in bodies for o in _ends(empty)) and empty.ipc_link.object1 is not None:
-            continue  # joins bodies that are not baked now
+def layer_objects(scene) -> list:
+    """The objects of the view layer being worked in (the one Blender evaluates: an Empty in
+    an excluded collection does not move), or the scene's without one."""
+    import bpy
+
+    layer = bpy.context.view_layer if bpy.context.scene == scene else None
+    return list(layer.objects) if layer is not None else list(scene.objects)
+
+
+def link_set(objs, bodies) -> tuple[list, list[str]]:
+    """(the link Empties of objs that hold one of the bodies, notes naming those skipped: a
+    link without Object 1, as Blender's Rigid Body skips a constraint whose object is gone).
+    The bake and the bake signature both take their links from here."""
+    used, notes = [], []
+    for empty in link_empties(objs):
+        if empty.ipc_link.object1 is None:
+            notes.append(f"IPC link '{empty.name}' has no Object 1 (deleted, or never picked) and is ignored")
+        elif any(o in bodies for o in _ends(empty)):
+            used.append(empty)
+    return used, notes
+
+
+def linked(objs, bodies) -> tuple[list, list[str]]:
+    """:func:`link_set`, checked: raises IPCError for a link that cannot be simulated (nothing
+    is changed)."""
+    used, notes = link_set(objs, bodies)
+    for empty in used:
         problem = link_problem(empty, bodies)
         if problem:
             raise IPCError(problem)
-        out.append(empty)
-    return out
+    return used, notes
+
+
+def anchor_objects(empty) -> list:
+    """The Anchor objects a Spring or a Rope uses (Anchor 2 only with Object 2)."""
+    s = empty.ipc_link
+    if s.kind not in ("SPRING", "ROPE"):
+        return []
+    pairs = ((s.object1, s.anchor1), (s.object2, s.anchor2))
+    return [anchor for body, anchor in pairs if body is not None and anchor is not None]
+
+
+def anchor_points(empties) -> dict:
+    """{anchor object name: its world matrix} now (the bake calls it at the start frame)."""
+    from .common import matrix_of
+
+    return {a.name: matrix_of(a.matrix_world) for e in empties for a in anchor_objects(e)}
 
 
 @dataclass(frozen=True)
@@ -113,10 +153,23 @@ def _anchor(body, point, what, empty_name) -> LinkAnchor:
     return LinkAnchor(body=body.name, triangle=i, barycentric=tuple((w / w.sum()).tolist()))
 
 
-def read_link(empty, solver_bodies, origins, track, times, plane) -> Link:
+def _end_point(empty, k, origins, anchors, plane):
+    """(plane point, its words for a message) of a Spring's or Rope's end on Object k: its
+    Anchor k at the start frame, or the Origin of the body."""
+    s = empty.ipc_link
+    body, anchor = (s.object1, s.anchor1) if k == 1 else (s.object2, s.anchor2)
+    if body is None:
+        return None, ""
+    if anchor is not None:
+        return _plane_point(anchors[anchor.name], plane), f"Anchor {k} '{anchor.name}'"
+    return _plane_point(origins[body.name], plane), f"the Origin of '{body.name}'"
+
+
+def read_link(empty, solver_bodies, origins, track, times, plane, anchors=None) -> Link:
     """The solver Link of the Empty. solver_bodies: name -> solver Body (start-frame rest
     space); origins: name -> the body's world matrix at the start frame; track: (T, 4, 4) the
-    Empty's world matrices sampled at times (T,)."""
+    Empty's world matrices sampled at times (T,); anchors: :func:`anchor_points` at the start
+    frame."""
     s = empty.ipc_link
     kind = KINDS[s.kind]
     b1 = solver_bodies[s.object1.name]
@@ -126,9 +179,9 @@ def read_link(empty, solver_bodies, origins, track, times, plane) -> Link:
         p1 = p2 = pivot
         what1 = what2 = "its location (the pivot)"
     else:
-        p1 = _plane_point(origins[s.object1.name], plane)
-        p2 = _plane_point(origins[s.object2.name], plane) if b2 is not None else pivot
-        what1, what2 = f"the Origin of '{s.object1.name}'", "the Origin of Object 2"
+        (p1, what1), (p2, what2) = (_end_point(empty, k, origins, anchors, plane) for k in (1, 2))
+        if b2 is None:
+            p2 = pivot
     a = _anchor(b1, p1, what1, empty.name)
     if b2 is not None:
         b = _anchor(b2, p2, what2, empty.name)
@@ -255,18 +308,41 @@ def _with_pin_links(bodies, body_objs, frame_start, fps):
 class Samples:
     """How the bake sampled the scene: mats (T, n, 4, 4) world matrices of the bodies, the
     colliders and then the link Empties at times (T,) [s from the start frame]; the plane, the
-    start frame and the frame rate."""
+    start frame, the frame rate and the Spring and Rope anchors at the start frame
+    (:func:`anchor_points`)."""
 
     mats: np.ndarray
     times: np.ndarray
     plane: str
     frame_start: int
     fps: float
+    anchors: dict = field(default_factory=dict)
+
+
+def unused_motion(empties, tracks) -> list[str]:
+    """Notes naming the link Empties that move although their motion is not used: with
+    Object 2 set, a Pin's or a Weld's pivot is its place at the start frame (as a Rigid Body
+    Constraint's frame), and a Spring's or a Rope's ends are its anchors. tracks: (T, n, 4, 4)
+    the Empties' sampled world matrices."""
+    moving = np.any(tracks[:, :, :3, 3] != tracks[:1, :, :3, 3], axis=(0, 2))
+    out = []
+    for empty, moves in zip(empties, moving, strict=True):
+        s = empty.ipc_link
+        if not moves or s.object2 is None:
+            continue
+        used = "only its place at the start frame counts (the pivot)"
+        if s.kind in ("SPRING", "ROPE"):
+            used = "its place is not used (the ends are the anchors)"
+        out.append(
+            f"IPC link '{empty.name}' moves, but with Object 2 set {used}; clear Object 2 to "
+            "drag Object 1 with it"
+        )
+    return out
 
 
 def compose(solver_scene, body_objs, collider_objs, empties, samples: Samples):
-    """The solver scene with the links of the Empties, the pins that are links and every
-    body's and collider's collision groups."""
+    """(the solver scene with the links of the Empties, the pins that are links and every
+    body's and collider's collision groups; notes on the links, :func:`unused_motion`)."""
     mats, times, plane = samples.mats, samples.times, samples.plane
     groups = {o.name: group_numbers(o) for o in list(body_objs) + list(collider_objs)}
     for name, g in groups.items():
@@ -279,11 +355,14 @@ def compose(solver_scene, body_objs, collider_objs, empties, samples: Samples):
     colliders = tuple(replace(c, collision_groups=groups.get(c.name, (0,))) for c in solver_scene.colliders)
     bodies, pins = _with_pin_links(bodies, body_objs, samples.frame_start, samples.fps)
     if not empties and not pins:
-        return replace(solver_scene, bodies=bodies, colliders=colliders)
+        return replace(solver_scene, bodies=bodies, colliders=colliders), []
     by_name = {b.name: b for b in bodies}
     origins = {o.name: mats[0, j] for j, o in enumerate(body_objs)}
     first = len(body_objs) + len(collider_objs)
+    tracks = mats[:, first : first + len(empties)]
     new_links = tuple(
-        read_link(e, by_name, origins, mats[:, first + i], times, plane) for i, e in enumerate(empties)
+        read_link(e, by_name, origins, tracks[:, i], times, plane, samples.anchors)
+        for i, e in enumerate(empties)
     )
-    return replace(solver_scene, bodies=bodies, colliders=colliders, links=new_links + pins)
+    scene = replace(solver_scene, bodies=bodies, colliders=colliders, links=new_links + pins)
+    return scene, unused_motion(empties, tracks)

@@ -268,7 +268,10 @@ def signature_parts(scene, bodies, colliders) -> dict[str, str]:
         parts[f"the animation of {name}"] = _digest(lambda h, o=obj: _motion_signature(o, h))
     for empty in link_sig.link_empties_of(scene, bodies):
         parts[f"link '{empty.name}'"] = _digest(
-            lambda h, e=empty: (h.update(link_sig.link_text(e).encode()), _motion_signature(e, h))
+            lambda h, e=empty: (
+                h.update(link_sig.link_text(e).encode()),
+                [_motion_signature(o, h) for o in link_sig.moved_objects(e)],
+            )
         )
     return parts
 

@@ -14,8 +14,9 @@ along the contact normal, by a tiny amount that it reports:
 The meshes are not changed: the first baked frame shows them as modelled, the simulation
 starts from the separated positions. Real overlaps (boundary edges that cross, a vertex
 inside another body, deeper than the snapping tolerance) are not touching: they raise an
-error naming both objects (SolverInputError). The add-on words the report of the moves
-(``blender_ipc/reading.py``).
+error naming both objects (SolverInputError). Objects that do not collide (no collision group
+in common, or joined by a link that does not collide) may overlap: they are neither moved nor
+refused. The add-on words the report of the moves (``blender_ipc/reading.py``).
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ def _real_overlap(a: _Shape, b: _Shape, tol: float) -> bool:
         pts = guest.x[guest.verts]
         t = host.tris
         x0, x1, x2 = (host.x[t[:, k]][None] for k in range(3))
-        inside = points_in_triangles(pts[:, None], x0, x1, x2, closed=False).any(axis=1)
+        # closed: a vertex on an edge between two of the host's triangles is inside it too (on
+        # its boundary it is at depth 0, which the depth test below lets through)
+        inside = points_in_triangles(pts[:, None], x0, x1, x2, closed=True).any(axis=1)
         if inside.any():
             depth, _ = _point_edge(pts[inside], host.x[host.edges[:, 0]], host.x[host.edges[:, 1]])
             if depth.min(axis=1).max() > tol:
@@ -140,12 +143,23 @@ def _shapes(scene):
     return bodies, colliders
 
 
-def _near_pairs(bodies, colliders, dhat, tol):
-    """The (body, body or collider) pairs whose boxes are within separating reach; raises
-    SolverInputError on a real overlap."""
+def _may_touch(scene):
+    """(name, name) -> whether two objects collide at all: they share a collision group and no
+    link that does not collide joins them (the rule of model.owner_contact). Others may
+    overlap: they are neither separated nor refused."""
+    groups = {o.name: set(o.collision_groups) for o in (*scene.bodies, *scene.colliders)}
+    apart = {frozenset((k.a.body, k.b.body)) for k in scene.links if not k.collide}
+    return lambda a, b: bool(groups[a] & groups[b]) and frozenset((a, b)) not in apart
+
+
+def _near_pairs(bodies, colliders, dhat, tol, may_touch):
+    """The (body, body or collider) pairs that collide and whose boxes are within separating
+    reach; raises SolverInputError on a real overlap."""
     pairs = []
     for i, a in enumerate(bodies):
         for b in bodies[i + 1 :] + colliders:
+            if not may_touch(a.name, b.name):
+                continue
             lo_a, hi_a = a.box()
             lo_b, hi_b = b.box()
             reach = 2 * BODY_GAP * dhat  # what separating may move a body by, and more
@@ -200,7 +214,7 @@ def separate(scene):
     tol = max(SNAP_TOL_ABS, SNAP_TOL_REL * float(np.linalg.norm(np.ptp(pts, axis=0))))
     up = _up(scene.params.gravity)
     move = _Moves()
-    pairs = _near_pairs(bodies, colliders, dhat, tol)
+    pairs = _near_pairs(bodies, colliders, dhat, tol, _may_touch(scene))
     for _ in range(MAX_ROUNDS):
         # Bodies first, the ground after: a lift then opens no new contact between bodies.
         moved = False

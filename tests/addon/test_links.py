@@ -106,7 +106,8 @@ def test_pin_holds_the_body_to_an_animated_empty_every_frame():
 
 def test_pin_between_two_bodies_keeps_their_points_together():
     """Two overlapping squares hinged where they overlap, the first held by a second pin to the
-    world: the second swings down, the hinge's two material points stay together."""
+    world: the second swings down, the hinge's two material points stay together (from the
+    start: the overlap is not taken for a touching start and moved apart)."""
     _scene()
     a = _square("A", (0.0, 0.0))
     b = _square("B", (0.15, 0.0))
@@ -118,11 +119,58 @@ def test_pin_between_two_bodies_keeps_their_points_together():
     tb, wb = _rest_point(b, (0.09, 0.0))
     _bake(a, b)
     scene = bpy.context.scene
+    assert "touching at the start" not in scene.ipc.stat_notes  # they may overlap: not moved apart
     for frame in range(1, 14):
         scene.frame_set(frame)
         gap = _material_point(a, ta, wa) - _material_point(b, tb, wb)
         assert np.hypot(*gap) < 0.01 * SIDE, f"frame {frame}: hinge opened by {gap}"
     assert art._world_xz(b).mean(axis=0)[1] < -0.02  # B swung down about the joint
+
+
+def _edge_angle(obj):
+    """The direction [rad] of the plate's bottom edge (its first two mesh vertices)."""
+    x = art._world_xz(obj)
+    return float(np.arctan2(*(x[1] - x[0])[::-1]))
+
+
+def test_a_weld_keeps_two_bodies_from_turning_against_each_other():
+    """A swinging on a Pin at its upper left corner; B welded to A where they overlap: every
+    frame B turns exactly as A does (within 0.01 rad) while A swings by more than 0.1 rad; a
+    Pin in the Weld's place lets B turn against A."""
+    turned = {}
+    for kind in ("WELD", "PIN"):
+        harness.teardown()
+        harness.setup()
+        _scene()
+        a = _square("A", (0.0, 0.0))
+        b = _square("B", (0.15, 0.0))
+        _empty("Hinge", (-0.08, 0.0, 0.08), "PIN", a)
+        _empty("Joint", (0.075, 0.0, 0.0), kind, a, b)
+        _bake(a, b)
+        for obj in (a, b):  # each on its own: linked bodies may overlap
+            art._assert_baked_frames_clean([obj])
+        scene = bpy.context.scene
+        scene.frame_set(1)
+        start = _edge_angle(a), _edge_angle(b)
+        relative = []
+        for frame in range(1, 14):
+            scene.frame_set(frame)
+            relative.append((_edge_angle(b) - start[1]) - (_edge_angle(a) - start[0]))
+        assert abs(_edge_angle(a) - start[0]) > 0.1, "A did not swing"
+        turned[kind] = np.abs(relative).max()
+    assert turned["WELD"] < 0.01, turned
+    assert turned["PIN"] > 0.05, turned
+
+
+def test_add_ipc_link_is_in_the_object_menu_with_its_types():
+    link_ui = harness.sub("link_ui")
+    assert link_ui.draw_menu in bpy.types.VIEW3D_MT_object._dyn_ui_initialize()
+    calls = []
+    layout = type("Layout", (), {})()
+    layout.separator = lambda: None
+    layout.operator_menu_enum = lambda op, prop, text="": calls.append((op, prop, text))
+    link_ui.draw_menu(type("Menu", (), {"layout": layout})(), bpy.context)
+    assert calls == [("ipc.add_link", "kind", "Add IPC Link")]
 
 
 def test_add_link_operator_makes_an_empty_between_two_selected_bodies():
@@ -169,6 +217,21 @@ def _centre_z(obj):
     return float(art._world_xz(obj)[:, 1].mean())
 
 
+def assert_held_then_falling(body, release, g, substeps=4):
+    """body held (its centre within 1 % of the plate's side of z = 0) until the release frame,
+    then falling g t^2 / 2 to the scene's end (to implicit Euler's lag of g h t / 2)."""
+    scene = bpy.context.scene
+    scene.frame_set(release)
+    released = _centre_z(body)
+    assert abs(released) < 0.01 * SIDE, f"not held until frame {release}: {released}"
+    h = 1.0 / (scene.render.fps * substeps)
+    for frame in range(release + 1, scene.frame_end + 1):
+        scene.frame_set(frame)
+        t = (frame - release) / scene.render.fps
+        fall = released - _centre_z(body)
+        assert abs(fall - 0.5 * g * t * t) <= 0.5 * g * h * t + 0.002, f"frame {frame}: fell {fall}"
+
+
 def test_a_released_pin_lets_the_body_fall_g_t2_over_2():
     """Engaged keyed on at frame 1 and off at frame 7: from frame 7 the body falls freely,
     g t^2 / 2 (to implicit Euler's lag of g h t / 2 and its own wobble)."""
@@ -182,15 +245,7 @@ def test_a_released_pin_lets_the_body_fall_g_t2_over_2():
         body.keyframe_insert("ipc.pin_engaged", frame=frame)
     _bake(body)
     art._assert_baked_frames_clean([body])
-    scene.frame_set(7)
-    released = _centre_z(body)
-    assert abs(released) < 0.01 * SIDE  # held until then
-    g, fps, h = 9.81, scene.render.fps, 1.0 / (scene.render.fps * 4)
-    for frame in range(8, 20):
-        scene.frame_set(frame)
-        t = (frame - 7) / fps
-        fall = released - _centre_z(body)
-        assert abs(fall - 0.5 * g * t * t) <= 0.5 * g * h * t + 0.002, f"frame {frame}: fell {fall}"
+    assert_held_then_falling(body, 7, 9.81)
 
 
 def test_a_pulling_pin_holds_softly_and_a_bad_stiffness_is_refused():
@@ -245,6 +300,33 @@ def test_bodies_sharing_a_collision_group_collide():
     assert art._world_xz(a)[:, 0].mean() < art._world_xz(b)[:, 0].mean()
 
 
+def _onto_a_shelf(shelf_groups):
+    """A plate dropped onto a shelf (a collider, its top 0.1 m below the plate); the plate in
+    group 1."""
+    _scene(n_frames=13)
+    plate = _square("Plate", (0.0, 0.0))
+    plate.ipc.collision_groups = [i == 1 for i in range(20)]
+    shelf = _square("Shelf", (0.0, -0.5), side=0.6)
+    shelf.ipc.role = "COLLIDER"
+    shelf.ipc.collision_groups = [i in shelf_groups for i in range(20)]
+    _bake(plate)
+    bpy.context.scene.frame_set(13)
+    return plate
+
+
+def test_a_body_passes_through_a_collider_of_another_group_and_rests_on_one_of_its_own():
+    """Groups filter body-collider pairs too (as Rigid Body's Collision Collections): the
+    plate falls through a shelf in group 0 only, every frame clean against one in 0 and 1."""
+    fell = -_centre_z(_onto_a_shelf({0}))
+    t = 12 / bpy.context.scene.render.fps
+    assert abs(fell - 0.5 * 9.81 * t * t) < 0.1 * 0.5 * 9.81 * t * t, fell
+    harness.teardown()
+    harness.setup()
+    plate = _onto_a_shelf({0, 1})
+    assert _centre_z(plate) > -0.2 + SIDE / 2 - 0.01  # on the shelf's top (z = -0.2)
+    art._assert_baked_frames_clean([plate])
+
+
 def test_a_body_in_no_collision_group_is_refused_naming_it():
     _scene()
     a = _square("A", (0.0, 0.0))
@@ -279,8 +361,31 @@ def test_bad_links_are_refused_naming_the_empty_and_the_object():
     assert "IPC link 'Hinge': Object 2 'B' is not a deformable body" in _refused(a)
     b.ipc.role = "BODY"
     assert "IPC link 'Hinge': Object 2 'B' is not baked with the other bodies" in _refused(a)
+
+
+def test_a_link_whose_object_1_was_deleted_is_skipped_with_a_note():
+    """As Blender's Rigid Body skips a constraint whose object is gone: the bake goes on
+    without the link (B falls freely, as without it), its note names the Empty; the link is
+    no input of the bake either (its signature is the one without the link)."""
+    _scene()
+    a = _square("A", (0.0, 0.0))
+    b = _square("B", (0.5, 0.0))
+    _empty("Hinge", (0.5, 0.0, 0.0), "PIN", a, b)
     bpy.data.objects.remove(a)
-    assert "IPC link 'Hinge': Object 1 is not set (or its object was deleted)" in _refused(b)
+    bpy.context.view_layer.update()
+    _bake(b)
+    scene = bpy.context.scene
+    assert (
+        "IPC link 'Hinge' has no Object 1 (deleted, or never picked) and is ignored" in scene.ipc.stat_notes
+    )
+    scene.frame_set(13)
+    fell = -_centre_z(b)
+    t = 12 / scene.render.fps
+    assert abs(fell - 0.5 * 9.81 * t * t) < 0.1 * 0.5 * 9.81 * t * t, fell
+    signature = harness.sub("signature")
+    parts = signature.signature_parts(scene, [b], [])
+    assert not any(label.startswith("link ") for label in parts), parts
+    assert not signature.is_outdated(bpy.context, b)
 
 
 def test_a_changed_link_marks_the_bake_outdated_and_continue_names_it():
@@ -344,8 +449,9 @@ def test_panels_draw_links_pins_groups_and_the_advanced_settings():
     harness.sub("link_ui").draw_link(layout, empty)
     for name in ("collision_groups", "pin_strength", "pin_stiffness", "pin_engaged", "static_friction"):
         assert ("prop", name) in log, name
-    for name in ("object1", "object2", "stiffness", "damping", "length", "breakable", "collide"):
+    for name in ("object1", "object2", "anchor1", "stiffness", "damping", "length", "breakable", "collide"):
         assert ("prop", name) in log, name
+    assert ("op", "ipc.add_link_anchors") in log  # Anchor 1 is empty: offered
     log.clear()
     panels = harness.sub("panels")
     panels.draw_scene(layout, bpy.context)

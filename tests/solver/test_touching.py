@@ -2,11 +2,15 @@
 collider or onto each other are moved apart rigidly by the stated gaps; real overlaps are
 refused naming both objects. Distances are measured with the tests' own formulas."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from invariants import boundary_edges, grid_square, point_segment_distance
 
 from solver import Body, Collider, HalfPlane, Pin, Scene, SimParams, Simulation, SolverInputError
+from solver.links import anchor_at
+from solver.scene import Link
 from solver.touching import BODY_GAP, PLANE_GAP, separate
 
 DHAT = 0.01
@@ -78,8 +82,37 @@ def test_real_overlap_is_refused_naming_both():
         separate(scene([a, b]))
 
 
+def test_an_overlap_whose_outlines_only_share_lines_is_refused():
+    """B 5 cm into A at the same height: their outlines cross nowhere (the top and bottom
+    edges lie on the same lines) and B's vertices inside A lie on edges between A's triangles;
+    still a real overlap, not a touching start to move apart (as it was taken before)."""
+    a, b = square("A", (0.0, 0.4)), square("B", (0.15, 0.4))
+    with pytest.raises(SolverInputError, match="'A' and 'B' overlap at the start"):
+        separate(scene([a, b]))
+
+
 def test_apart_bodies_are_left_alone():
     a, b = square("A", (0.0, 0.4)), square("B", (0.5, 0.4))
     s = scene([a, b])
     out, moves = separate(s)
     assert moves == [] and out.bodies == s.bodies
+
+
+def test_objects_that_do_not_collide_may_overlap_and_are_left_alone():
+    """Bodies without a collision group in common, or joined by a link that does not collide,
+    and a body and a collider of different groups: neither moved nor refused (the solver lets
+    them overlap); a link that collides, or a shared group, still refuses the overlap."""
+    a, b = square("A", (0.0, 0.4)), square("B", (0.15, 0.45))  # 5 cm into A: outlines cross
+    apart = scene([a, replace(b, collision_groups=(1,))])
+    out, moves = separate(apart)
+    assert moves == [] and out.bodies == apart.bodies
+    pin = Link("hinge", "pin", anchor_at(a, (0.09, 0.45)), anchor_at(b, (0.09, 0.45)))
+    out, moves = separate(replace(scene([a, b]), links=(pin,)))
+    assert moves == [] and out.bodies == (a, b)
+    with pytest.raises(SolverInputError, match="'A' and 'B' overlap at the start"):
+        separate(replace(scene([a, b]), links=(replace(pin, collide=True),)))
+    ledge = Collider.static("ledge", [[-1.0, 0.45], [1.0, 0.45]], [[0, 1]])  # across A
+    with pytest.raises(SolverInputError, match="'A' and 'ledge' overlap at the start"):
+        separate(scene([a], [ledge], ground=False))
+    out, moves = separate(scene([a], [replace(ledge, collision_groups=(3,))], ground=False))
+    assert moves == [] and out.bodies == (a,)
