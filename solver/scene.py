@@ -57,7 +57,7 @@ class Body:
     kind: 'deformable' (Neo-Hookean, 2 unknowns per vertex) or 'rigid' (an
     affine body, x = A X + p, kept rigid by its orthogonality energy:
     solver/basis.py; its material's E only bounds that stiffness from
-    below; no pins).
+    below; its pins are stiff springs, solver/links.py).
     """
 
     name: str

@@ -356,12 +356,9 @@ def check_body(place, body):
 
 
 def check_kind(place, body):
-    """'deformable' or 'rigid'; a rigid body has no pins (its vertices move by
-    one affine map: a pinned vertex is a constraint on it, not yet supported)."""
+    """'deformable' or 'rigid'."""
     if body.kind not in BODY_KINDS:
         place.fail("kind", f"expected one of {', '.join(BODY_KINDS)}, got {_describe(body.kind)}")
-    if body.kind == "rigid" and len(body.pins):
-        place.fail("pins", "a rigid body cannot have pins (make it deformable, or link it to the world)")
 
 
 MAX_GROUP = 64  # collision groups are bits of a 64-bit mask
