@@ -94,7 +94,7 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
     body_type: EnumProperty(
         name="Type",
         description="How a body moves: deformable (elastic, 2 unknowns per vertex) or rigid "
-        "(one rigid motion for the whole body, far cheaper; no pinned vertices)",
+        "(one rigid motion for the whole body, far cheaper)",
         default="DEFORMABLE",
         items=[
             ("DEFORMABLE", "Deformable", "Elastic body: bends and squashes under its material"),
