@@ -33,7 +33,6 @@ def _mesh_object(name, verts, faces, location, edges=()):
 def _set_body(obj):
     s = obj.ipc
     s.role = "BODY"
-    s.material_preset = "CUSTOM"
     s.youngs_modulus, s.poisson_ratio, s.density, s.friction = 1e5, 0.4, 1000.0, 0.4
 
 
