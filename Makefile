@@ -3,7 +3,8 @@
 #   make demo    set up .venv (bpy 5.0.1 wheel), build the add-on zip, bake the compressing-squares
 #                scene through the add-on, write out/compressing_squares.blend, out/filmstrip.png,
 #                out/summary.txt; `make demo SCENE=chain`: a chain swinging on a hinge into a wall in
-#                the wind (out/chain_in_wind.blend, out/chain_in_wind_filmstrip.png)
+#                the wind (out/chain_in_wind.blend, out/chain_in_wind_filmstrip.png); SCENE=props:
+#                soft characters falling into a box of rigid props (out/props_in_box*)
 #   make test    set up .venv-np2 / .venv / Debian blender as needed and run every test leg, lint
 #                first (see scripts/run_tests.sh); `make test LEGS="solver-np2"` runs a subset
 #   make lint    ruff check + ruff format --check (ruff pinned in pyproject.toml, from .venv-np2)
@@ -22,7 +23,7 @@ LEGS ?=
 .PHONY: help demo test lint setup setup-np2 setup-bpy setup-blender addon screenshots docs-images clean distclean
 
 help:
-	@sed -n '3,10p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,11p' Makefile | sed 's/^# \{0,1\}//'
 
 demo: setup-bpy addon
 	.venv/bin/python -u scripts/demo.py --scene $(SCENE) --n-seg $(N_SEG)

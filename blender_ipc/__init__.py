@@ -28,7 +28,17 @@ bl_info = {
 
 import bpy  # noqa: E402
 
-from . import adapter, examples, exports_ops, link_ui, operators, panels, properties, wedge_ops  # noqa: E402
+from . import (  # noqa: E402
+    adapter,
+    examples,
+    exports_ops,
+    link_ui,
+    operators,
+    panels,
+    presets,
+    properties,
+    wedge_ops,
+)
 
 # `adapter` and `examples` are imported for scripts (addon.examples.build_compressing_squares).
 __all__ = ["adapter", "bake_cli", "bl_info", "examples", "register", "unregister"]
@@ -40,6 +50,7 @@ CLASSES = (
     + link_ui.CLASSES
     + exports_ops.OPERATORS
     + wedge_ops.OPERATORS
+    + presets.CLASSES
     + panels.CLASSES
     + exports_ops.PANELS
 )

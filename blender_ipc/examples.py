@@ -33,7 +33,6 @@ def _mesh_object(name, verts, faces, location, edges=()):
 def _set_body(obj):
     s = obj.ipc
     s.role = "BODY"
-    s.material_preset = "CUSTOM"
     s.youngs_modulus, s.poisson_ratio, s.density, s.friction = 1e5, 0.4, 1000.0, 0.4
 
 
@@ -129,16 +128,33 @@ def _link_empty(context, name, location, kind, object1, object2=None):
 CHAIN_LINK, CHAIN_OVERLAP, CHAIN_WIDTH = 0.3, 0.05, 0.06  # [m]
 
 
+def _timeline(scene, fps, n_frames):
+    """Frames 1..n_frames at fps, at the first frame, with Earth's gravity."""
+    scene.render.fps, scene.render.fps_base = fps, 1.0
+    scene.frame_start, scene.frame_end = 1, n_frames
+    scene.frame_set(scene.frame_start)
+    scene.use_gravity, scene.gravity = True, (0.0, 0.0, -9.81)
+
+
+def _select_bodies(context, bodies, substeps):
+    """The scene's settings (XZ plane, scene gravity, no ground) and the bodies selected, the
+    first active."""
+    s = context.scene.ipc
+    s.plane, s.use_frame_range, s.substeps = "XZ", False, substeps
+    s.use_scene_gravity, s.use_ground = True, False
+    context.view_layer.update()
+    for obj in context.view_layer.objects:
+        obj.select_set(obj in bodies)
+    context.view_layer.objects.active = bodies[0]
+
+
 def build_chain_in_wind(context, n_links=5, fps=24, substeps=4, n_frames=73):
     """A chain of soft links hinged to a fixed pivot at its left end, starting level, swinging
     down under gravity while a wind from the left blows it into a wall. Each link overlaps the
     next by CHAIN_OVERLAP; a Pin at the middle of each overlap holds them (linked bodies do not
     collide with each other). Returns (links, wall, wind)."""
     scene = context.scene
-    scene.render.fps, scene.render.fps_base = fps, 1.0
-    scene.frame_start, scene.frame_end = 1, n_frames
-    scene.frame_set(scene.frame_start)
-    scene.use_gravity, scene.gravity = True, (0.0, 0.0, -9.81)
+    _timeline(scene, fps, n_frames)
     pitch = CHAIN_LINK - CHAIN_OVERLAP
     chain = []
     for k in range(n_links):
@@ -166,11 +182,73 @@ def build_chain_in_wind(context, n_links=5, fps=24, substeps=4, n_frames=73):
     wind.name = "IPC_Wind"
     wind.field.strength, wind.field.flow = 6.0, 0.5
 
-    s = scene.ipc
-    s.plane, s.use_frame_range, s.substeps = "XZ", False, substeps
-    s.use_scene_gravity, s.use_ground = True, False
-    context.view_layer.update()
-    for obj in context.view_layer.objects:
-        obj.select_set(obj in chain)
-    context.view_layer.objects.active = chain[0]
+    _select_bodies(context, chain, substeps)
     return chain, wall, wind
+
+
+BOX_WIDTH, BOX_HEIGHT, BOX_WALL = 1.0, 0.45, 0.05  # [m] inside width and height, wall thickness
+# (preset, shape, size [m], centre (x, z)): rigid props resting in the box at the start
+PROPS = (
+    ("WOOD_PROP", "square", 0.16, (-0.38, 0.09)),
+    ("METAL_PROP", "disc", 0.07, (-0.17, 0.08)),
+    ("STONE", "square", 0.12, (0.0, 0.07)),
+    ("PLASTIC_PROP", "disc", 0.08, (0.18, 0.09)),
+    ("WOOD_PROP", "square", 0.14, (0.38, 0.08)),
+    ("PLASTIC_PROP", "square", 0.1, (-0.3, 0.27)),
+    ("METAL_PROP", "disc", 0.06, (-0.08, 0.24)),
+    ("WOOD_PROP", "square", 0.12, (0.12, 0.27)),
+    ("STONE", "disc", 0.07, (0.33, 0.26)),
+)
+# (preset, radius [m], centre (x, z), spin [rad/s]): soft characters dropped from above
+CHARACTERS = (
+    ("JELLY", 0.13, (-0.25, 0.7), 2.0),
+    ("PLUSH", 0.11, (0.05, 0.95), -4.0),
+    ("RUBBER", 0.1, (0.3, 1.2), 3.0),
+)
+
+
+def _flat_object(name, v, tris, centre_xz):
+    """A mesh object in the XZ plane from 2D vertices v (n, 2) about its centre and triangles."""
+    verts = np.column_stack([v[:, 0], np.zeros(len(v)), v[:, 1]])
+    return _mesh_object(name, verts, tris, (centre_xz[0], 0.0, centre_xz[1]))
+
+
+def _open_box():
+    """The box: one U-shaped face (open at the top), its floor's inside at z = 0."""
+    w, h, t = BOX_WIDTH / 2, BOX_HEIGHT, BOX_WALL
+    outline = [(-w - t, -t), (w + t, -t), (w + t, h), (w, h), (w, 0), (-w, 0), (-w, h), (-w - t, h)]
+    verts = [(x, 0.0, z) for x, z in outline]
+    return _mesh_object("IPC_Box", verts, [tuple(range(len(verts)))], (0.0, 0.0, 0.0))
+
+
+def build_props_in_box(context, fps=24, substeps=2, n_frames=37):
+    """Soft characters (three round blobs: jelly, plush, rubber) dropped into an open box of rigid
+    props (wooden, plastic and metal blocks and discs, stones), each body set by a preset. The box
+    is a collider, its floor's inside at z = 0. Returns (bodies, box): characters first."""
+    from . import presets
+    from .solver.examples import disc_mesh, square_mesh
+
+    scene = context.scene
+    _timeline(scene, fps, n_frames)
+    bodies = []
+    for k, (preset, radius, centre, spin) in enumerate(CHARACTERS):
+        v, t = disc_mesh(radius, 4, n_boundary=32)
+        obj = _flat_object(f"IPC_Character_{k + 1}", v, t, centre)
+        scene.collection.objects.link(obj)
+        obj.ipc.role = "BODY"
+        presets.apply(obj.ipc, preset)
+        obj.ipc.initial_angular_velocity = spin
+        bodies.append(obj)
+    for k, (preset, shape, size, centre) in enumerate(PROPS):
+        v, t = square_mesh(size, 2) if shape == "square" else disc_mesh(size, 1, n_boundary=12)
+        obj = _flat_object(f"IPC_Prop_{k + 1}", v, t, centre)
+        scene.collection.objects.link(obj)
+        obj.ipc.role = "BODY"
+        presets.apply(obj.ipc, preset)
+        bodies.append(obj)
+    box = _open_box()
+    scene.collection.objects.link(box)
+    box.ipc.role, box.ipc.friction = "COLLIDER", 0.5
+
+    _select_bodies(context, bodies, substeps)
+    return bodies, box

@@ -4,7 +4,7 @@ import textwrap
 
 import bpy
 
-from . import adapter, frame_motion, link_ui, remesh
+from . import adapter, frame_motion, link_ui, presets, remesh
 from .operators import RunningBake, _progress_text
 
 
@@ -42,12 +42,13 @@ def draw_problem(layout, context, obj, problem):
 
 
 def draw_material(col, s):
-    """A body's type and material: preset, elasticity, density, kinetic and (optional) static
-    friction."""
-    col.prop(s, "body_type")
+    """A body's type (with the presets' button), elasticity, density, kinetic and (optional)
+    static friction."""
+    row = col.row(align=True)
+    row.prop(s, "body_type")
+    presets.draw_button(row)
     if s.body_type == "STIFF":
         col.prop(s, "modes")
-    col.prop(s, "material_preset")
     col.prop(s, "youngs_modulus")
     col.prop(s, "poisson_ratio")
     col.prop(s, "density")

@@ -16,60 +16,6 @@ from bpy.props import (
     StringProperty,
 )
 
-# name: (E [Pa], nu, density [kg/m^2], mu). Values are simulation-friendly (soft enough that a
-# 2D Newton solve converges at ordinary time steps), not handbook constants; all are editable.
-MATERIAL_PRESETS = {
-    "RUBBER": (1.0e6, 0.45, 1100.0, 0.8),
-    "WOOD": (1.0e8, 0.30, 700.0, 0.5),
-    "JELLY": (1.0e4, 0.45, 1000.0, 0.3),
-    "FOAM": (5.0e4, 0.10, 100.0, 0.6),
-    "PLASTIC": (1.0e7, 0.35, 1200.0, 0.3),
-}
-_PRESET_ITEMS = [
-    ("RUBBER", "Rubber", "Stiff rubber, high friction"),
-    ("WOOD", "Wood", "Stiff, light, moderate friction"),
-    ("JELLY", "Jelly", "Very soft and wobbly"),
-    ("FOAM", "Foam", "Soft, light, very compressible"),
-    ("PLASTIC", "Plastic", "Fairly stiff, slippery"),
-    ("CUSTOM", "Custom", "Values edited by hand"),
-]
-_MATERIAL_FIELDS = ("youngs_modulus", "poisson_ratio", "density", "friction")
-
-
-class _Flag:
-    """A flag that is set inside ``with flag:`` (also when the block raises)."""
-
-    def __init__(self):
-        self.active = False
-
-    def __enter__(self):
-        self.active = True
-
-    def __exit__(self, *_exc):
-        self.active = False
-
-
-_applying_preset = _Flag()  # guards the preset <-> value update callbacks against recursion
-
-
-def _preset_update(self, _context):
-    values = MATERIAL_PRESETS.get(self.material_preset)
-    if values is None:
-        return
-    with _applying_preset:
-        for name, value in zip(_MATERIAL_FIELDS, values, strict=True):
-            setattr(self, name, value)
-
-
-def _value_update(self, _context):
-    # Editing a value by hand turns the preset label into "Custom" unless it still matches.
-    if _applying_preset.active or self.material_preset == "CUSTOM":
-        return
-    values = MATERIAL_PRESETS[self.material_preset]
-    current = tuple(getattr(self, name) for name in _MATERIAL_FIELDS)
-    if any(abs(a - b) > 1e-6 * max(abs(b), 1.0) for a, b in zip(current, values, strict=True)):
-        self.material_preset = "CUSTOM"  # its update callback ignores CUSTOM
-
 
 def _frame_range_update(self, context):
     """Switched on: the custom range starts as the scene's (start, end), which is what was baked
@@ -94,8 +40,8 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
     body_type: EnumProperty(
         name="Type",
         description="How a body moves: deformable (elastic, 2 unknowns per vertex), rigid "
-        "(one rigid motion for the whole body, far cheaper; no pinned vertices) or stiff (one "
-        "motion plus a few bending modes; no pinned vertices)",
+        "(one rigid motion for the whole body, far cheaper) or stiff (one motion plus a few "
+        "bending modes)",
         default="DEFORMABLE",
         items=[
             ("DEFORMABLE", "Deformable", "Elastic body: bends and squashes under its material"),
@@ -116,20 +62,12 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
         min=1,
         max=32,
     )
-    material_preset: EnumProperty(
-        name="Preset",
-        description="Material values to start from; editing a value makes it Custom",
-        items=_PRESET_ITEMS,
-        default="CUSTOM",
-        update=_preset_update,
-    )
     youngs_modulus: FloatProperty(
         name="Young's Modulus",
         description="Stiffness E [Pa]",
         default=1.0e5,
         min=1.0,
         soft_max=1e9,
-        update=_value_update,
     )
     poisson_ratio: FloatProperty(
         name="Poisson Ratio",
@@ -137,18 +75,14 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
         default=0.4,
         min=-0.99,
         max=0.499,
-        update=_value_update,
     )
-    density: FloatProperty(
-        name="Density", description="Mass per area [kg/m^2]", default=1000.0, min=1e-6, update=_value_update
-    )
+    density: FloatProperty(name="Density", description="Mass per area [kg/m^2]", default=1000.0, min=1e-6)
     friction: FloatProperty(
         name="Friction",
         description="Coulomb friction coefficient while sliding (kinetic)",
         default=0.4,
         min=0.0,
         soft_max=2.0,
-        update=_value_update,
     )
     use_static_friction: BoolProperty(
         name="Static Friction",

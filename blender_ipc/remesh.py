@@ -9,22 +9,15 @@ from mathutils import Matrix, Vector
 from mathutils.geometry import delaunay_2d_cdt
 
 from .common import PLANE_AXES, IPCError, local_coords, matrix_of
+from .presets import FIELDS
 from .solver import meshing
 
 SOURCE_TYPES = {"MESH", "FONT", "CURVE"}
 FLAT_TOL_REL = 1e-4
 FLAT_TOL_ABS = 1e-6
 POOR_MIN_ANGLE = 10.0  # the panel recommends remeshing below this smallest triangle angle
-# Settings copied from the source to the new object (preset first: it would overwrite values).
-COPIED_SETTINGS = (
-    "material_preset",
-    "youngs_modulus",
-    "poisson_ratio",
-    "density",
-    "friction",
-    "initial_velocity",
-    "initial_angular_velocity",
-)
+# Settings copied from the source to the new object: what a preset sets, and the start motion.
+COPIED_SETTINGS = (*FIELDS, "initial_velocity", "initial_angular_velocity")
 
 
 def cdt(points: np.ndarray, edges: np.ndarray):

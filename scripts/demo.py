@@ -150,13 +150,14 @@ def total_rotation_deg(frames: np.ndarray) -> float:
 SCENES = {
     "squares": ("build_compressing_squares", "compressing_squares", "compressing squares"),
     "chain": ("build_chain_in_wind", "chain_in_wind", "a chain on a hinge swinging into a wall in the wind"),
+    "props": ("build_props_in_box", "props_in_box", "soft characters falling into a box of rigid props"),
 }
 
 
 def build_scene(addon, bpy, scene_name: str, n_seg: int, n_frames: int | None):
     """The example's deformable bodies, built in the current file."""
     builder = getattr(addon.examples, SCENES[scene_name][0])
-    if scene_name == "chain":
+    if scene_name in ("chain", "props"):
         kwargs = {} if n_frames is None else {"n_frames": n_frames}
         return builder(bpy.context, **kwargs)[0]
     kwargs = {"n_seg": n_seg}

@@ -186,12 +186,14 @@ def _resolve(anchor, bodies, body_slices, meshes):
 
 
 def build_links(scene, meshes, body_slices, dt, mass):
-    """The scene's :class:`LinkSet` (None without links).  meshes: the checked
-    (vertices, triangles) per body; mass: (N,) lumped vertex masses."""
-    if not scene.links:
+    """The scene's :class:`LinkSet` (None without links): the scene's links,
+    then the pins of its rigid bodies (:func:`rigid_pin_rows`).  meshes: the
+    checked (vertices, triangles) per body; mass: (N,) lumped vertex masses."""
+    body_mass = np.array([mass[s].sum() for s in body_slices])
+    pin_names, pin_rows = rigid_pin_rows(scene, meshes, body_slices, body_mass, dt)
+    if not scene.links and not pin_rows:
         return None
     bodies = {b.name: i for i, b in enumerate(scene.bodies)}
-    body_mass = np.array([mass[s].sum() for s in body_slices])
     rows, excluded = [], []
     for li, link in enumerate(scene.links):
         a = _resolve(link.a, bodies, body_slices, meshes)
@@ -209,6 +211,7 @@ def build_links(scene, meshes, body_slices, dt, mass):
         rows += [(li, ea, eb, kind, length, k, damping) for ea, eb in ends]
         if not link.collide and b.owner >= 0 and a.owner != b.owner:
             excluded.append((a.owner, b.owner))
+    rows += pin_rows
     times = np.unique(
         np.concatenate([e.times for r in rows for e in r[1:3] if e.times is not None] or [[0.0]])
     )
@@ -219,8 +222,9 @@ def build_links(scene, meshes, body_slices, dt, mass):
                 offset[:, s] += sign * np.column_stack(
                     [np.interp(times, end.times, end.track[:, i]) for i in (0, 1)]
                 )
+    n_pins = len(pin_names)
     return LinkSet(
-        names=tuple(link.name for link in scene.links),
+        names=tuple(link.name for link in scene.links) + pin_names,
         link=np.array([r[0] for r in rows], np.intp),
         idx=np.array([np.concatenate([r[1].vertices, r[2].vertices]) for r in rows], np.intp),
         coef=np.array([np.concatenate([r[1].weights, -r[2].weights]) for r in rows]),
@@ -232,20 +236,49 @@ def build_links(scene, meshes, body_slices, dt, mass):
         damping=np.array([r[6] for r in rows]),
         break_force=np.array(
             [np.inf if link.break_force is None else float(link.break_force) for link in scene.links]
+            + [np.inf] * n_pins
         ),
         excluded=np.array(excluded, np.intp).reshape(-1, 2),
-        **_engaged_schedule(scene.links),
+        **_engaged_schedule(scene.links, n_pins),
     )
 
 
-def _engaged_schedule(scene_links):
+def rigid_pin_rows(scene, meshes, body_slices, body_mass, dt):
+    """(names, spring rows) of the pins of rigid bodies: one link per Pin, one
+    zero-length spring per pinned vertex to its track (its rest position for
+    a fixed pin), of the rigid links' stiffness RIGID_STIFFNESS * M / dt^2
+    (body_mass: (bodies,) M).  A rigid body's vertices are not
+    unknowns of their own (x = A X + p, solver/basis.py), so a pinned vertex
+    is held by this energy through the basis rather than prescribed."""
+    names, rows = [], []
+    for bi, body in enumerate(scene.bodies):
+        if body.kind == "deformable":
+            continue
+        v = meshes[bi][0]
+        for pi, pin in enumerate(body.pins):
+            li = len(scene.links) + len(names)
+            names.append(f"{body.name}.pin{pi}")
+            idx = np.asarray(pin.indices, np.intp)
+            times = np.zeros(1) if pin.times is None else np.asarray(pin.times, float)
+            tracks = v[idx][None] if pin.times is None else np.asarray(pin.positions, float)
+            k = RIGID_STIFFNESS * float(body_mass[bi]) / (dt * dt)
+            for j, vertex in enumerate(idx.tolist()):
+                g = body_slices[bi].start + vertex
+                a = _End(np.full(3, g, np.intp), np.array([1.0, 0.0, 0.0]), v[vertex], bi, None, None)
+                b = _End(np.zeros(3, np.intp), np.zeros(3), tracks[0, j], -1, times, tracks[:, j])
+                rows.append((li, a, b, ZERO, 0.0, k, 0.0))
+    return tuple(names), rows
+
+
+def _engaged_schedule(scene_links, n_always=0):
     """{engaged_times (K,), engaged (K, n_links)} of the links' engaged schedules (the union
-    of their sample times), or {} when every link is always engaged."""
+    of their sample times; n_always more links after them always engaged), or {} when every
+    link is always engaged."""
     timed = [k for k in scene_links if k.engaged_times is not None]
     if not timed:
         return {}
     times = np.unique(np.concatenate([np.asarray(k.engaged_times, float) for k in timed]))
-    table = np.ones((len(times), len(scene_links)), bool)
+    table = np.ones((len(times), len(scene_links) + n_always), bool)
     for j, link in enumerate(scene_links):  # once per scene
         if link.engaged_times is not None:
             own = np.asarray(link.engaged_times, float)
@@ -510,8 +543,9 @@ def rejoin_candidates(scene, link_active, owner_contact):
             return None
         return (min(a, b), max(a, b))
 
-    held = {pair(k) for k, on in zip(scene.links, link_active, strict=True) if on}
-    broken = {pair(k) for k, on in zip(scene.links, link_active, strict=True) if not on}
+    active = link_active[: len(scene.links)]  # then the rigid bodies' pins: world, unbreakable
+    held = {pair(k) for k, on in zip(scene.links, active, strict=True) if on}
+    broken = {pair(k) for k, on in zip(scene.links, active, strict=True) if not on}
     return sorted(
         p
         for p in broken - held

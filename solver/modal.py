@@ -220,7 +220,7 @@ class ModalBasis:
         return da.reshape(-1, 2) if self.inner is None else self.inner.expand(da)
 
     def fixed(self, fixed_dof):
-        """(n_q,) bool: the q DOFs of fixed vertex DOFs (stiff bodies have no pins)."""
+        """(n_q,) bool: the q DOFs of fixed vertex DOFs (a stiff body's pins are springs: none)."""
         fa = fixed_dof if self.inner is None else self.inner.fixed(fixed_dof)
         out = np.zeros(self.n_q, bool)
         plain = self.keep >= 0

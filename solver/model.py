@@ -180,8 +180,11 @@ class _Part:
 
 
 def _pin_groups(body, v, offset):
-    """The body's pins as kinematic groups (a pin without a schedule holds its rest positions)."""
+    """The body's pins as kinematic groups (a pin without a schedule holds its rest positions);
+    none for a rigid or stiff body, whose pins are springs (solver/links.py, rigid_pin_rows)."""
     kin = []
+    if body.kind != "deformable":
+        return ()
     for pi, pin in enumerate(body.pins):
         idx = np.asarray(pin.indices, np.intp)
         if pin.times is None:

@@ -57,8 +57,9 @@ class Body:
     kind: 'deformable' (Neo-Hookean, 2 unknowns per vertex) or 'rigid' (an
     affine body, x = A X + p, kept rigid by its orthogonality energy:
     solver/basis.py; its material's E only bounds that stiffness from
-    below; no pins) or 'stiff' (the affine motion plus its ``modes`` lowest
-    elastic modes, keeping its Neo-Hookean energy: solver/modal.py; no pins).
+    below) or 'stiff' (the affine motion plus its ``modes`` lowest elastic
+    modes, keeping its Neo-Hookean energy: solver/modal.py); the pins of both
+    are stiff springs (solver/links.py).
     modes: the number of elastic modes of a stiff body (ignored otherwise).
     """
 

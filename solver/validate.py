@@ -357,15 +357,9 @@ def check_body(place, body):
 
 
 def check_kind(place, body):
-    """'deformable', 'rigid' or 'stiff'; a rigid or stiff body has no pins (its
-    vertices move by one affine map, plus modes: a pinned vertex is a constraint
-    on them, not yet supported); a stiff body has 1 to MAX_MODES modes."""
+    """'deformable', 'rigid' or 'stiff'; a stiff body has 1 to MAX_MODES modes."""
     if body.kind not in BODY_KINDS:
         place.fail("kind", f"expected one of {', '.join(BODY_KINDS)}, got {_describe(body.kind)}")
-    if body.kind == "rigid" and len(body.pins):
-        place.fail("pins", "a rigid body cannot have pins (make it deformable, or link it to the world)")
-    if body.kind == "stiff" and len(body.pins):
-        place.fail("pins", "a stiff body cannot have pins (make it deformable, or link it to the world)")
     if body.kind == "stiff" and not _is_count(body.modes, MAX_MODES):
         place.fail("modes", f"expected an integer from 1 to {MAX_MODES}, got {_describe(body.modes)}")
 

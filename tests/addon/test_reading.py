@@ -1,4 +1,4 @@
-"""Scene reading: defaults, plane choice, n-gons, parented colliders, pins, material presets."""
+"""Scene reading: defaults, plane choice, n-gons, parented colliders, pins."""
 
 import bpy
 import harness
@@ -124,23 +124,6 @@ def test_pin_group_missing_is_an_error():
     message = harness.bake_error(target="SCENE")
     assert "Body" in message and "'nope'" in message
     assert harness.snapshot() == before
-
-
-def test_material_presets():
-    props = harness.sub("properties")
-    s = _square("Body", 0.0, 0.0).ipc
-    s.material_preset = "RUBBER"
-    got = (s.youngs_modulus, s.poisson_ratio, s.density, s.friction)
-    np.testing.assert_allclose(got, props.MATERIAL_PRESETS["RUBBER"], rtol=1e-6)
-    assert s.material_preset == "RUBBER"
-    s.friction = 0.1  # hand edit -> custom
-    assert s.material_preset == "CUSTOM"
-    assert np.isclose(s.friction, 0.1) and np.isclose(s.youngs_modulus, got[0])
-    s.material_preset = "JELLY"
-    mat = _job().solver_scene.bodies[0].material
-    np.testing.assert_allclose(
-        (mat.E, mat.nu, mat.density, mat.mu), props.MATERIAL_PRESETS["JELLY"], rtol=1e-6
-    )
 
 
 def _two_squares():

@@ -42,6 +42,10 @@ class _Layout:
     def label(self, text="", **kwargs):
         self.log.append(("label", text))
 
+    def popover(self, panel, **kwargs):
+        assert hasattr(bpy.types, panel), f"no panel {panel!r}"
+        self.log.append(("popover", panel))
+
 
 def _draw_all(context):
     panels = harness.sub("panels")

@@ -114,8 +114,8 @@ def test_kind_is_validated_and_round_trips_through_json():
     assert "kind" not in scene_to_dict(scene)["bodies"][0]
     with pytest.raises(SolverInputError, match="kind"):
         build_model(replace(scene, bodies=(replace(A, kind="solid"), B)))
-    with pytest.raises(SolverInputError, match="rigid body cannot have pins"):
-        build_model(replace(scene, bodies=(replace(A, kind="rigid", pins=(Pin(np.array([0])),)), B)))
+    pinned = build_model(replace(scene, bodies=(replace(A, kind="rigid", pins=(Pin(np.array([0])),)), B)))
+    assert pinned.links.names == ("A.pin0",)  # a rigid body's pin is a spring (test_rigid_pins.py)
     data = scene_to_dict(rigid)
     data["bodies"][0]["kind"] = "solid"
     with pytest.raises(SolverInputError, match="kind"):

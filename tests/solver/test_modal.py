@@ -254,8 +254,8 @@ def test_stiff_kind_is_validated_and_round_trips_through_json():
     for bad in (0, modal.MAX_MODES + 1, 2.5, True):
         with pytest.raises(SolverInputError, match="modes"):
             build_model(replace(scene, bodies=(replace(A, kind="stiff", modes=bad), B)))
-    with pytest.raises(SolverInputError, match="stiff body cannot have pins"):
-        build_model(replace(scene, bodies=(replace(A, kind="stiff", pins=(Pin(np.array([0])),)), B)))
+    pinned = build_model(replace(scene, bodies=(replace(A, kind="stiff", pins=(Pin(np.array([0])),)), B)))
+    assert pinned.links.names == (f"{A.name}.pin0",)  # springs through the basis (test_rigid_pins.py)
 
 
 NUMPY_ONLY_CHILD = """
