@@ -60,6 +60,7 @@ from .basis import STRAIN_TOL
 from .contacts import ContactSet
 from .linsolve import BandOrdering, NotPositiveDefinite, factorize, solve
 from .profiling import NullTimers
+from .sleep import fixed_q
 
 
 @dataclass(frozen=True)
@@ -408,9 +409,9 @@ class Newton:
         p = self.params
         with self.timers("linear_solve"):
             r, c, v, gq = ip.reduced_system(x, T, project)
-            fixed_q = ip.basis.fixed(fixed_dof)
-            gq = np.where(fixed_q, 0.0, gq)
-            system = eliminate_fixed(r, c, v, fixed_q)
+            held = fixed_q(ip.basis, fixed_dof)  # sleeping rigid bodies' unknowns too
+            gq = np.where(held, 0.0, gq)
+            system = eliminate_fixed(r, c, v, held)
             if project:
                 dq = solve(*system, -gq, p.linear_solver, ordering=self.ordering)
             else:
