@@ -249,6 +249,7 @@ class Simulation:
         """Continue from ``checkpoint`` (taken from a simulation of the same scene; raises
         SolverInputError otherwise)."""
         _checkpoint.restore(self, checkpoint)
+        self._sleep.reset()  # not part of a checkpoint: every body awake
         links.rejoin_separated(self.scene, self.model, self.link_active, self.x)
 
     @classmethod
@@ -620,9 +621,10 @@ class Simulation:
         return (float(alld.min()) if len(alld) else np.inf), int(np.sum(alld < p.dhat))
 
 
-def simulate(scene, n_steps, progress=None) -> Trajectory:
-    """Run n_steps; progress(step, n_steps, stats) is called after each step."""
-    sim = Simulation(scene)
+def simulate(scene, n_steps, progress=None, settings=None) -> Trajectory:
+    """Run n_steps; progress(step, n_steps, stats) is called after each step
+    (settings: the solver's, its defaults when None)."""
+    sim = Simulation(scene, settings=settings)
     nb, nc = len(scene.bodies), len(scene.colliders)
     bodies = [[sim.body_positions(i)] for i in range(nb)]
     cols = [[sim.collider_positions(j)] for j in range(nc)]

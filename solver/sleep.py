@@ -167,6 +167,7 @@ class Sleep:
         self.link_pairs, self.link_of_pair = _link_pairs(model)
         self.held = None
         self.asleep_vertex = np.zeros(model.n, bool)
+        self._moving = np.zeros(model.n, bool)  # prescribed vertices moving this step
         self.since_probe = 0
         self.was_asleep = None  # a probe step: the bodies asleep before it
         self.woke = 0
@@ -175,6 +176,17 @@ class Sleep:
     @property
     def enabled(self):
         return self.settings.enabled
+
+    def reset(self):
+        """Every body awake, nothing counted (a restored checkpoint: sleeping is
+        not part of the state it stores; still islands fall asleep again)."""
+        self.asleep[:] = False
+        self.still[:] = 0
+        self.island[:] = -1
+        self.keys = np.zeros(0, np.int64)
+        self.since_probe = 0
+        self.was_asleep = None
+        self._hold(np.zeros(len(self.vertex_body), bool))
 
     # ---------------------------------------------------------------- waking
     def wake(self, bodies):
