@@ -28,6 +28,7 @@ if ROOT not in sys.path:
 
 from bench.run import PILE_ARGS, RIGID_COLUMNS  # noqa: E402
 from solver.examples import pile  # noqa: E402
+from solver.io.checkpoint import Checkpoint  # noqa: E402
 from solver.settings import SolverSettings  # noqa: E402
 from solver.simulation import Simulation  # noqa: E402
 from solver.sleep import SleepSettings  # noqa: E402
@@ -59,6 +60,19 @@ def settle(scene, max_steps):
     return sim.checkpoint(), k + 1, time.process_time() - c0
 
 
+def settled(scene, name, a):
+    """settle(), or its checkpoint from a.cache (steps and CPU s then unknown: 0)."""
+    path = os.path.join(a.cache, f"{name}.checkpoint") if a.cache else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return Checkpoint.from_bytes(f.read()), 0, 0.0
+    cp, steps, cpu = settle(scene, a.settle)
+    if path:
+        with open(path, "wb") as f:
+            f.write(cp.to_bytes())
+    return cp, steps, cpu
+
+
 def measure(scene, cp, settings, steps, path):
     """Per-step figures of `steps` steps from the checkpoint (sleeping on: once asleep)."""
     scene = replace(scene, params=replace(scene.params, linear_solver=path))
@@ -88,6 +102,7 @@ def main(argv=None):
     ap.add_argument("--settle", type=int, default=600, help="most steps to settle")
     ap.add_argument("--measure", type=int, default=20, help="steps measured per configuration")
     ap.add_argument("--paths", nargs="+", default=["scipy", "numpy"], choices=("scipy", "numpy"))
+    ap.add_argument("--cache", metavar="DIR", help="keep each settled pile's checkpoint here, reuse it")
     a = ap.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
     print(
@@ -97,7 +112,7 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|---|")
     for name in a.scenes:
         scene = settled_pile_scene(name)
-        cp, steps, cpu = settle(scene, a.settle)
+        cp, steps, cpu = settled(scene, name, a)
         for path in a.paths:
             for settings, label in ((SolverSettings(), "off"), (ON, "on")):
                 with warnings.catch_warnings():

@@ -322,8 +322,9 @@ class Simulation:
         return solved, self._commit(solved, h, t_next)
 
     def _motion_crossings(self, x0, x1):
-        """(k, 3) stencils meeting along the straight motion x0 -> x1 (none when the check is off)."""
-        if not self.settings.motion.enabled:
+        """(k, 3) stencils meeting along the straight motion x0 -> x1 (none when the check is off,
+        or when nothing moved: x1 is x0 after a step every body slept through)."""
+        if not self.settings.motion.enabled or x1 is x0:
             return np.zeros((0, 3), np.intp)
         with self.timers("motion_check"):
             return motion_check.crossing_stencils(self.model, x0, x1)
