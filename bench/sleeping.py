@@ -22,6 +22,8 @@ import time
 import warnings
 from dataclasses import replace
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
@@ -87,13 +89,34 @@ def measure(scene, cp, settings, steps, path):
         s = sim.step()
         rows.append((time.process_time() - c0, s.unknowns, s.contacts_evaluated, s.newton_iters))
     cpu, unknowns, contacts, iters = zip(*rows, strict=True)
+    probe_ms, asleep_after = None, None
+    if settings.sleep.enabled:  # on to the next probe step (a full solve every probe_every)
+        for _ in range(settings.sleep.probe_every):
+            c0 = time.process_time()
+            s = sim.step()
+            if not np.isnan(s.sleep.probe_speed):
+                probe_ms, asleep_after = 1e3 * (time.process_time() - c0), s.sleep.sleeping
+                break
     return {
+        "probe_ms": probe_ms,
+        "asleep_after_probe": asleep_after,
         "cpu_ms": 1e3 * statistics.fmean(cpu),
         "unknowns": statistics.fmean(unknowns),
         "contacts": statistics.fmean(contacts),
         "iters": statistics.fmean(iters),
         "to_sleep": to_sleep + 1 if settings.sleep.enabled else None,
     }
+
+
+def _cells(r, settings):
+    """The measured cells of one table row."""
+    cells = [f"{r['cpu_ms']:.1f}", f"{r['unknowns']:.0f}", f"{r['contacts']:.0f}", f"{r['iters']:.2f}"]
+    if r["probe_ms"] is None:
+        return " | ".join([*cells, "-", "-", cells[0]]) + " |"
+    every = settings.sleep.probe_every
+    amortized = ((every - 1) * r["cpu_ms"] + r["probe_ms"]) / every
+    probe = f"{r['probe_ms']:.0f} ({r['asleep_after_probe']})"
+    return " | ".join([*cells, str(r["to_sleep"]), probe, f"{amortized:.1f}"]) + " |"
 
 
 def main(argv=None):
@@ -107,9 +130,10 @@ def main(argv=None):
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
     print(
         "| scene | settled after (steps, CPU s) | path | sleeping | CPU ms/step | unknowns | "
-        "contacts evaluated | Newton iterations | steps to fall asleep again |"
+        "contacts evaluated | Newton iterations | steps to fall asleep again | probe step CPU ms "
+        "(asleep after it) | CPU ms/step with probes |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in a.scenes:
         scene = settled_pile_scene(name)
         cp, steps, cpu = settled(scene, name, a)
@@ -119,10 +143,7 @@ def main(argv=None):
                     warnings.simplefilter("ignore", RuntimeWarning)
                     r = measure(scene, cp, settings, a.measure, path)
                 print(
-                    f"| {name} | {steps}, {cpu:.0f} | {path} | {label} | {r['cpu_ms']:.1f} | "
-                    f"{r['unknowns']:.0f} | {r['contacts']:.0f} | {r['iters']:.2f} | "
-                    f"{r['to_sleep'] if r['to_sleep'] is not None else '-'} |",
-                    flush=True,
+                    f"| {name} | {steps}, {cpu:.0f} | {path} | {label} | " + _cells(r, settings), flush=True
                 )
     print(f"load average {os.getloadavg()[0]:.2f}")
     return 0

@@ -222,7 +222,6 @@ class Sleep:
         whether anything woke (the contacts at the state then need a full
         broad phase: those among sleeping bodies were not kept)."""
         self.woke = 0
-        self.was_asleep = None
         moving = np.any(target != x_prev, axis=1)
         self._moving = moving
         if not self.asleep.any():
