@@ -26,6 +26,7 @@ from test_analytic import slope_scene
 
 from solver import Body, Collider, HalfPlane, Material, Scene, SimParams, Simulation
 from solver.examples import pile
+from solver.io import cli
 from solver.scene import Animation, Track
 from solver.settings import SolverSettings
 from solver.sleep import SleepSettings, components, fixed_q, free_unknowns
@@ -207,3 +208,18 @@ def test_sleeping_rigid_bodies_hold_their_six_unknowns():
     base = model.basis.a_dofs[2, 0]
     assert np.flatnonzero(held).tolist() == list(range(base, base + 6))
     assert free_unknowns(model, fixed) == 6 * (len(scene.bodies) - 1)
+
+
+def test_the_command_line_says_what_slept(tmp_path, capsys):
+    args = ["example", "block-on-slope", "--arg", "theta=0.1", "--arg", "mu=0.8", "--steps", "60"]
+    out = tmp_path / "block.npz"
+    assert cli.main([*args, "--quiet", "--out", str(out)]) == 0
+    assert "sleeping" not in capsys.readouterr().err
+    assert not np.load(out)["sleeping_bodies"].any()
+    assert cli.main([*args, "--sleep", "--quiet", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    asleep = np.load(out)["sleeping_bodies"]
+    assert asleep[0] == 0 and asleep[-1] == 1
+    # every step after the one it fell asleep in solved nothing
+    held = int(np.sum(asleep == 1)) - 1
+    assert f"at most 1 bodies asleep at once (1 fell asleep, 0 woken); {held} step(s)" in err
