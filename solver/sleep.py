@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .assembly import eliminate_fixed
 from .distance import case_and_distance_sq
 
 
@@ -90,6 +91,22 @@ def fixed_q(basis, fixed_dof):
     base = basis.a_dofs[held, 0]
     out[(base[:, None] + np.arange(6)).ravel()] = True
     return out
+
+
+def held_system(system, g, held, first_rigid):
+    """(triplets, rhs, free): the Newton system (triplets) for the gradient g
+    (fixed unknowns zeroed) with the unknowns held (n,) bool fixed.  Held
+    unknowns stay as identity rows (free None), unless a rigid body's are held
+    (unknowns from first_rigid on; a sleeping body): then the system holds the
+    free unknowns only, renumbered, free their ids (a sleeping pile leaves it)."""
+    if not held[first_rigid:].any() or held.all():  # (all held: an identity, a zero step)
+        return eliminate_fixed(*system, held), -g, None
+    rows, cols, vals = system
+    free = np.flatnonzero(~held)
+    number = np.full(len(held), -1, np.intp)
+    number[free] = np.arange(len(free))
+    keep = ~(held[rows] | held[cols])
+    return (number[rows[keep]], number[cols[keep]], vals[keep]), -g[free], free
 
 
 def free_unknowns(model, fixed):

@@ -29,7 +29,7 @@ from solver.examples import pile
 from solver.io import cli
 from solver.scene import Animation, Track
 from solver.settings import SolverSettings
-from solver.sleep import SleepSettings, components, fixed_q, free_unknowns
+from solver.sleep import SleepSettings, components, fixed_q, free_unknowns, held_system
 
 SLEEP = SolverSettings(sleep=SleepSettings(enabled=True))
 TOL = SimParams().newton_tol  # the piles' newton_tol too
@@ -223,3 +223,24 @@ def test_the_command_line_says_what_slept(tmp_path, capsys):
     # every step after the one it fell asleep in solved nothing
     held = int(np.sum(asleep == 1)) - 1
     assert f"at most 1 bodies asleep at once (1 fell asleep, 0 woken); {held} step(s)" in err
+
+
+def test_held_rigid_unknowns_leave_the_system_and_the_step_is_the_same():
+    rng = np.random.default_rng(1)
+    n, first_rigid = 14, 2  # 2 plain unknowns, then two bodies of 6
+    M = rng.normal(size=(n, n))
+    A = M @ M.T + n * np.eye(n)
+    r, c = np.nonzero(np.ones((n, n)))
+    g = rng.normal(size=n)
+    held = np.zeros(n, bool)
+    held[8:] = True  # the second body sleeps
+    g[held] = 0.0
+    (rows, cols, vals), rhs, free = held_system((r, c, A[r, c]), g, held, first_rigid)
+    assert free.tolist() == list(range(8))
+    K = np.zeros((8, 8))
+    np.add.at(K, (rows, cols), vals)
+    np.testing.assert_allclose(np.linalg.solve(K, rhs), np.linalg.solve(A[:8, :8], -g[:8]))
+    plain = np.zeros(n, bool)
+    plain[0] = True  # a fixed plain unknown (a pinned vertex): an identity row, as before
+    (rows, cols, vals), rhs, free = held_system((r, c, A[r, c]), g, plain, first_rigid)
+    assert free is None and len(rhs) == n and np.sum((rows == 0) & (cols == 0)) == 1
