@@ -171,7 +171,6 @@ class Sleep:
         self.n_bodies = n_b = len(model.body_slices)
         self.vertex_body = np.where(model.is_collider, -1, model.owner)
         self.is_collider = model.is_collider
-        self.owner = model.owner
         self.n_owners = len(model.names)
         self.n_keys = self.n_owners + len(model.plane_point)  # contact partners: owners, then planes
         self.asleep = np.zeros(n_b, bool)
@@ -328,6 +327,8 @@ class Sleep:
     def _fall_asleep(self, ready, a, b, v, force):
         """Put to sleep the awake islands whose bodies are all ready; returns
         (bodies put to sleep, their kinetic energy dropped)."""
+        if not ready.any():  # (most steps: no islands to build)
+            return 0, 0.0
         body = (a < self.n_bodies) & (b < self.n_bodies)
         ea = np.concatenate([a[body], self.link_pairs[:, 0]])
         eb = np.concatenate([b[body], self.link_pairs[:, 1]])
