@@ -5,6 +5,7 @@
     python3 -m tests.stress.run --scenes 5,17,40-45 -v  # selected scenes, per-step lines
     python3 -m tests.stress.run --case tests/stress/cases/foo.json   # a saved case
     python3 -m tests.stress.run --heavy --budget 900    # saw meshing, press slam (heavy.py)
+    python3 -m tests.stress.run --rigid --sleep         # rigid variants, sleeping bodies on
 
 For every scene: the solver must accept it (``rejected`` otherwise); the
 initial state and the state after every step are checked
