@@ -51,6 +51,8 @@ from .shape_keys import add_frame_key, append_bake, begin_keys, remove_keys, to_
 from .signature import input_signature
 from .solver import Simulation, SolverInputError, touching
 from .solver.collider_check import compact_ranges
+from .solver.settings import SolverSettings
+from .solver.sleep import SleepSettings
 from .solver.validate import check_scene
 
 # Frames turned into shape keys at a time when a bake finishes.
@@ -73,8 +75,17 @@ class BakeStats:
     # whose straight motion from the frame before still crosses (frame_motion.FrameCrossing)
     motion_splits: int = 0
     refined_frames: int = 0
+    slept_bodies: int = 0  # most bodies asleep at once (Deactivation; this job's frames only)
     crossings: list = field(default_factory=list)
     frame_rows: list = field(default_factory=list)  # frame_diagnostics.frame_row per frame
+
+
+def solver_settings(s):
+    """The solver's settings for the scene settings s: its defaults, with sleeping bodies
+    when Deactivation is on (docs/design/18-sleeping.md)."""
+    if not s.use_deactivation:
+        return None
+    return SolverSettings(sleep=SleepSettings(enabled=True))
 
 
 class BakeJob:
@@ -112,7 +123,7 @@ class BakeJob:
             check_scene(self.solver_scene)  # meshes sound before they are measured
             self.solver_scene, self.separated = touching.separate(self.solver_scene)
             with blas_threads.limited(self.blas_threads):
-                self.sim = Simulation(self.solver_scene)
+                self.sim = Simulation(self.solver_scene, settings=solver_settings(scene.ipc))
                 if resume is not None:
                     self.sim.restore(resume.checkpoint)
         except SolverInputError as err:
@@ -277,6 +288,7 @@ class BakeJob:
             self.stats.newton_iters += st.newton_iters
             self.stats.min_distance = min(self.stats.min_distance, st.min_distance)
             self.stats.motion_splits += st.motion_splits
+            self.stats.slept_bodies = max(self.stats.slept_bodies, st.sleep.sleeping)
             lag = np.maximum(lag, st.collider_lags)
             dist = np.minimum(dist, st.animated_collider_distances)
         if advance.pairs:

@@ -86,6 +86,7 @@ def record(s, stats, note: str):
     s.stat_crossing_warning = frame_crossing_warning(stats.crossings, s.substeps, s.refine_crossing_frames)
     s.stat_motion_splits = stats.motion_splits
     s.stat_refined_frames = stats.refined_frames
+    s.stat_slept_bodies = stats.slept_bodies
     s.stat_notes = note
 
 
@@ -95,6 +96,8 @@ def draw_report(box, s):
         box.label(text=f"Steps split by the motion check: {s.stat_motion_splits}", icon="INFO")
     if s.stat_refined_frames:
         box.label(text=f"Frames computed again with more substeps: {s.stat_refined_frames}", icon="INFO")
+    if s.stat_slept_bodies:
+        box.label(text=f"Bodies asleep at once (Deactivation): up to {s.stat_slept_bodies}", icon="INFO")
     if s.stat_crossing_frames:
         box.label(text=f"Motion between frames crosses into frames {s.stat_crossing_frames}", icon="ERROR")
         box.label(text="Raise Substeps or turn on Refine Crossing Frames", icon="INFO")

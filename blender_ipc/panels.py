@@ -103,6 +103,7 @@ def draw_scene(layout, context):
         row.prop(s, "frame_end")
     col.prop(s, "substeps")
     col.prop(s, "refine_crossing_frames")
+    col.prop(s, "use_deactivation")
     col.label(text=f"Time step: {adapter.sim_dt(context.scene) * 1000:.3g} ms")
     col.prop(s, "use_scene_gravity")
     if not s.use_scene_gravity:

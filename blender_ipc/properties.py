@@ -261,6 +261,14 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
         description="Compute a frame again with 2x, then 4x the substeps when the straight motion "
         "from the frame before passes one object through another (what motion blur shows)",
     )
+    use_deactivation: BoolProperty(
+        name="Deactivation",
+        default=False,
+        description="Let bodies that have stayed still for a while sleep, as Blender's Rigid Body "
+        "Deactivation: a still pile is held where it is until something touches it or its forces "
+        "change, and costs almost nothing per frame. A sleeping body misses motion slower than "
+        "the Newton Tolerance (a slow creep)",
+    )
     use_scene_gravity: BoolProperty(
         name="Scene Gravity", default=True, description="Use the scene's gravity projected to the plane"
     )
@@ -452,6 +460,9 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
     )
     stat_refined_frames: IntProperty(
         options={"HIDDEN"}, description="Frames of the last bake computed again with more substeps"
+    )
+    stat_slept_bodies: IntProperty(
+        options={"HIDDEN"}, description="Most bodies asleep at once in the last bake (Deactivation)"
     )
     stat_notes: StringProperty(
         options={"HIDDEN"}, description="What the solver changed in the scene, and why"

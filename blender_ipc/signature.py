@@ -160,7 +160,10 @@ _NOT_INPUTS = {
 # Settings added after bakes were made, with the value that reproduces those bakes: hashed only
 # away from that value, so that a bake made before the setting existed stays current (and can be
 # continued), while changing the setting still marks the bake outdated.
-_LATER_SETTINGS = {"friction_mollifier": ("Friction Mollifier", "linear")}
+_LATER_SETTINGS = {
+    "friction_mollifier": ("Friction Mollifier", "linear"),
+    "use_deactivation": ("Deactivation", False),
+}
 _LATER_DEFAULTS = {f"setting '{label}'": value for label, value in _LATER_SETTINGS.values()}
 
 

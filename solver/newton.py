@@ -55,11 +55,11 @@ from enum import Enum
 import numpy as np
 
 from . import friction_kinks as kinks
-from .assembly import eliminate_fixed
 from .basis import STRAIN_TOL
 from .contacts import ContactSet
 from .linsolve import BandOrdering, NotPositiveDefinite, factorize, solve
 from .profiling import NullTimers
+from .sleep import fixed_q, held_system
 
 
 @dataclass(frozen=True)
@@ -410,13 +410,14 @@ class Newton:
         p = self.params
         with self.timers("linear_solve"):
             r, c, v, gq = ip.reduced_system(x, T, project)
-            fixed_q = ip.basis.fixed(fixed_dof)
-            gq = np.where(fixed_q, 0.0, gq)
-            system = eliminate_fixed(r, c, v, fixed_q)
+            held = fixed_q(ip.basis, fixed_dof)  # sleeping rigid bodies' unknowns too
+            gq = np.where(held, 0.0, gq)
+            system, rhs, free = held_system((r, c, v), gq, held, ip.basis.n_q - 6 * ip.basis.n_rigid)
             if project:
-                dq = solve(*system, -gq, p.linear_solver, ordering=self.ordering)
+                step = solve(*system, rhs, p.linear_solver, ordering=self.ordering)
             else:
-                dq = _factorize(system, len(gq), p.linear_solver, self.ordering, False).solve(-gq)
+                step = _factorize(system, len(rhs), p.linear_solver, self.ordering, False).solve(rhs)
+            dq = step if free is None else np.bincount(free, step, len(gq))
         if not project and not float(np.dot(gq, dq)) < 0.0 and np.any(gq):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
         return ip.basis.expand(dq).ravel(), None

@@ -12,6 +12,7 @@ from .barrier_stiffness import BarrierStiffnessSettings
 from .motion_check import MotionCheckSettings
 from .newton import NewtonSettings
 from .prescribed import PrescribedSettings
+from .sleep import SleepSettings
 from .start import StartSettings
 
 
@@ -25,3 +26,5 @@ class SolverSettings:
     barrier_stiffness: BarrierStiffnessSettings = field(default_factory=BarrierStiffnessSettings)
     motion: MotionCheckSettings = field(default_factory=MotionCheckSettings)
     newton: NewtonSettings = field(default_factory=NewtonSettings)
+    # sleeping bodies, off by default (docs/design/18-sleeping.md)
+    sleep: SleepSettings = field(default_factory=SleepSettings)

@@ -40,6 +40,7 @@ from .prescribed import PrescribedMotion
 from .profiling import Timers
 from .rest_gaps import fit_dhat
 from .settings import SolverSettings
+from .sleep import Sleep, SleepReport, free_unknowns
 from .start import NewtonStart
 from .validate import check_initial_geometry
 
@@ -72,6 +73,10 @@ class StepStats:
     substeps: int = 1
     motion_unresolved: int = 0
     broken_links: tuple[str, ...] = ()  # the links whose force passed break_force in this step
+    # sleeping bodies (solver/sleep.py): asleep, woken, put to sleep, energy dropped, probe speed
+    sleep: SleepReport = dataclasses.field(default_factory=SleepReport)
+    unknowns: int = 0  # unknowns of the step's last Newton system (0: the step needed no solve)
+    contacts_evaluated: int = 0  # point-edge stencils in the step's last contact set
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,7 @@ class _Solved:
     message: str
     vertex: int
     wall_time: float
+    unknowns: int = 0  # Newton's free unknowns in the last solve (0: not solved, everything asleep)
 
     def merged(self, later):
         """The two halves of a split step as one: later's end, both efforts."""
@@ -125,6 +131,7 @@ class _Solved:
             self.message if not self.converged else later.message,
             self.vertex if not self.converged else later.vertex,
             self.wall_time + later.wall_time,
+            later.unknowns,
         )
 
 
@@ -192,6 +199,11 @@ class Simulation:
         body = ~m.is_collider
         self.mean_mass = float(m.mass[body].mean())
         self.gravity = np.asarray(p.gravity, float)
+        # sleeping bodies (solver/sleep.py; off by default: then it holds nothing)
+        self._sleep = Sleep(m, s.sleep, p.newton_tol, float(np.hypot(*self.gravity)) or 9.81)
+        self._sleep_report = SleepReport()
+        self._step_force = None  # the (sub)step's external force per vertex, for sleeping
+        self._end_contacts = None  # owner pairs within dhat at the state, for sleeping
         self.timers = Timers()  # seconds per stage, for benchmarks
         self._prescribed = PrescribedMotion(m, p.dhat, s.prescribed)
         self.kin_vertices = self._prescribed.kin_vertices
@@ -237,6 +249,7 @@ class Simulation:
         """Continue from ``checkpoint`` (taken from a simulation of the same scene; raises
         SolverInputError otherwise)."""
         _checkpoint.restore(self, checkpoint)
+        self._sleep.reset()  # not part of a checkpoint: every body awake
         links.rejoin_separated(self.scene, self.model, self.link_active, self.x)
 
     @classmethod
@@ -259,6 +272,8 @@ class Simulation:
         solved, summary = self._advance(h, self.time + h, 0, tally)
         self.step_index += 1
         broken = self._break_links()
+        if broken and self._sleep.enabled:
+            self._sleep.wake_links([self.model.links.names.index(name) for name in broken])
         # bodies kept apart only by links that broke collide again once apart
         links.rejoin_separated(self.scene, self.model, self.link_active, self.x)
         return self._step_stats(solved, summary, tally, t_start, broken)
@@ -284,6 +299,14 @@ class Simulation:
         Returns (the solves' merged _Solved, the end state's _Summary)."""
         rewind = (self.kappa, self.kappa_balanced, self._newton.start_projected)
         solved = self._solve(h, t_next)
+        while self._sleep.enabled and self._sleep.touched(
+            solved.contacts.idx[~solved.contacts.pp], solved.x, self.params.dhat
+        ):
+            # an awake body reached a sleeping island: solve the step again with it awake
+            tally.rejected_iters += solved.iters
+            self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
+            self._state_stencils = None  # the contacts among the woken bodies were not kept
+            solved = self._solve(h, t_next, again=True)
         crossing = self._motion_crossings(solved.x_prev, solved.x)
         if len(crossing) and depth < self.settings.motion.max_depth:
             tally.splits += 1
@@ -299,8 +322,9 @@ class Simulation:
         return solved, self._commit(solved, h, t_next)
 
     def _motion_crossings(self, x0, x1):
-        """(k, 3) stencils meeting along the straight motion x0 -> x1 (none when the check is off)."""
-        if not self.settings.motion.enabled:
+        """(k, 3) stencils meeting along the straight motion x0 -> x1 (none when the check is off,
+        or when nothing moved: x1 is x0 after a step every body slept through)."""
+        if not self.settings.motion.enabled or x1 is x0:
             return np.zeros((0, 3), np.intp)
         with self.timers("motion_check"):
             return motion_check.crossing_stencils(self.model, x0, x1)
@@ -320,17 +344,27 @@ class Simulation:
             self.settings.newton,
         )
 
-    def _solve(self, h, t_next):
+    def _solve(self, h, t_next, again=False):
         """Newton's solution for a (sub)step of length h ending at t_next, from
         the current state, which it does not change (the barrier stiffness
-        aside: balanced when contact first appears).  Returns a _Solved."""
+        aside: balanced when contact first appears).  Returns a _Solved.
+        again: the same (sub)step solved again after waking sleeping bodies."""
         t_start = _time.perf_counter()
         p = self.params
         # the model with this step's animated settings (the model itself when none are)
         m = self._step_model = self._animated.at(self.time)
         x_prev = self.x.copy()
         target = self._prescribed.targets(x_prev, t_next)
-        x_tilde = x_prev + h * self.v + h * h * self._animated.gravity(self.time, self.gravity)
+        gravity = self._animated.gravity(self.time, self.gravity)
+        x_tilde = x_prev + h * self.v + h * h * gravity
+        field_step = fields.step_fields(self.scene.fields, x_prev, self.time, m.mass, ~m.is_collider)
+        if self._sleep.enabled:
+            if not again:
+                self._begin_sleep_step(x_prev, target, gravity, field_step)
+            if self._sleep.everything_held:  # nothing moves: no solve
+                return self._unsolved(x_prev, target, t_start)
+            # sleeping vertices stay where they are (and Newton holds them)
+            x_tilde = np.where(self._sleep.asleep_vertex[:, None], x_prev, x_tilde)
         pen_mass = np.where(m.is_collider, self.mean_mass, m.mass)
         with self.timers("step_setup"):
             fric_cs = self._contact_set_at_state()
@@ -351,11 +385,10 @@ class Simulation:
                 "plane_friction": plane_friction(m, x_prev, self.kappa, p.dhat, mollifier),
                 "links": links.step_springs(m.links, self.link_active, x_prev, self.time, t_next),
             }
-            field_step = fields.step_fields(self.scene.fields, x_prev, self.time, m.mass, ~m.is_collider)
             if field_step is not None:  # the fields' lagged force and drag (solver/fields.py)
                 consts.update(force=field_step.force, fields=field_step)
             x, penalty = self._prescribed.first_round(x_prev, target)
-            fixed, penalized = self._prescribed.masks(penalty.pending)
+            fixed, penalized = self._held(penalty.pending)
             ip = self._potential(consts, penalized, penalty.k_pen)
             touching = self._touching_bodies(fric_cs)
             x, cs = self._start.guess(x, x_prev + h * self.v, x_tilde, touching)
@@ -374,12 +407,42 @@ class Simulation:
             if penalty is None:
                 converged = True
                 break
-            fixed, penalized = self._prescribed.masks(penalty.pending)
+            fixed, penalized = self._held(penalty.pending)
             ip = self._potential(consts, penalized, penalty.k_pen)
             cs = None
         # x is Newton's last iterate, and cs holds every pair within dhat of it
         wall = _time.perf_counter() - t_start
-        return _Solved(x, x_prev, target, cs, total_iters, converged, min_alpha, message, res.vertex, wall)
+        unknowns = free_unknowns(m, fixed)
+        return _Solved(
+            x, x_prev, target, cs, total_iters, converged, min_alpha, message, res.vertex, wall, unknowns
+        )
+
+    def _unsolved(self, x, target, t_start):
+        """The _Solved of a step in which nothing moves (every body asleep)."""
+        wall = _time.perf_counter() - t_start
+        return _Solved(x, x, target, self._contact_set_at_state(), 0, True, 1.0, "", -1, wall)
+
+    def _held(self, pending):
+        """(fixed, penalized) (N,) bool: the vertices Newton holds (prescribed
+        ones that snapped, sleeping bodies) and the prescribed ones penalized."""
+        fixed, penalized = self._prescribed.masks(pending)
+        if self._sleep.enabled:
+            fixed |= self._sleep.asleep_vertex
+        return fixed, penalized
+
+    def _begin_sleep_step(self, x_prev, target, gravity, field_step):
+        """Sleeping before a step's solve (solver/sleep.py): wake what changed,
+        and the islands a moving collider touches at the state."""
+        m = self._step_model
+        force = m.mass[:, None] * gravity
+        if field_step is not None and field_step.force is not None:
+            force = force + field_step.force
+        self._step_force = force
+        woke = self._sleep.begin_step(x_prev, target, force, m is not self._animated.base)
+        if self._state_stencils is not None:
+            woke |= self._sleep.touched(self._state_stencils, x_prev, self.params.dhat)
+        if woke:
+            self._state_stencils = None  # the contacts among the woken bodies were not kept
 
     def _balance_kappa(self, x, x_tilde, cs, h=None):
         """Adaptive stiffness when contact first appears (see
@@ -447,14 +510,14 @@ class Simulation:
         p = self.params
         if self._state_stencils is None:
             return self._contact_set(self.x, self.x)
-        return build_contact_set(self.model, self._state_stencils, self.kappa, p.dhat, p.formulation)
+        stencils = self._sleep.keep(self._state_stencils)  # those among sleeping bodies: constant
+        return build_contact_set(self.model, stencils, self.kappa, p.dhat, p.formulation)
 
     def _contact_set(self, x0, x1):
         p = self.params
         with self.timers("broad_phase"):
-            return build_contact_set(
-                self.model, candidate_stencils(self.model, x0, x1, p.dhat), self.kappa, p.dhat, p.formulation
-            )
+            stencils = self._sleep.keep(candidate_stencils(self.model, x0, x1, p.dhat))
+            return build_contact_set(self.model, stencils, self.kappa, p.dhat, p.formulation)
 
     def _ccd_step(self, x, dx, cs):
         """Largest fraction of dx that is collision-free (point-edge and half-planes)."""
@@ -492,6 +555,8 @@ class Simulation:
         if self.kappa_auto:  # IPC-style stiffening when contacts get too close
             settings = self.settings.barrier_stiffness
             self.kappa = barrier_stiffness.stiffened(self.kappa, self.kappa_min, d_min, p.dhat, settings)
+        if self._sleep.enabled:  # still islands fall asleep (their velocities zeroed)
+            self._sleep_report = self._sleep.end_step(self.v, self._end_contacts, self._step_force)
         return _Summary(d_min, n_active, lag, col_lags, col_dist)
 
     def _step_stats(self, solved, summary, tally, t_start, broken=()):
@@ -525,6 +590,9 @@ class Simulation:
             substeps=tally.substeps,
             motion_unresolved=tally.unresolved,
             broken_links=broken,
+            sleep=self._sleep_report,
+            unknowns=solved.unknowns,
+            contacts_evaluated=int(np.sum(~solved.contacts.pp)) if solved.unknowns else 0,
         )
         if not solved.converged:
             text = f"step {self.step_index} (t = {self.time:.4g} s): {solved.message}"
@@ -544,13 +612,20 @@ class Simulation:
         # the next step's start asks which bodies touch something here (the
         # subtracted point-point terms add none: their point-edge pairs are closer)
         self._state_touching = (st, self._start.touching_owners(st, d2, dp))
+        if self._sleep.enabled:  # who touches whom, for sleeping (planes after the owners)
+            near, near_plane = d2 < p.dhat * p.dhat, dp < p.dhat
+            self._end_contacts = (
+                np.concatenate([m.owner[st[near, 0]], m.owner[pts[near_plane]]]),
+                np.concatenate([m.owner[st[near, 1]], len(m.names) + pl[near_plane]]),
+            )
         alld = np.concatenate([np.sqrt(d2), dp])
         return (float(alld.min()) if len(alld) else np.inf), int(np.sum(alld < p.dhat))
 
 
-def simulate(scene, n_steps, progress=None) -> Trajectory:
-    """Run n_steps; progress(step, n_steps, stats) is called after each step."""
-    sim = Simulation(scene)
+def simulate(scene, n_steps, progress=None, settings=None) -> Trajectory:
+    """Run n_steps; progress(step, n_steps, stats) is called after each step
+    (settings: the solver's, its defaults when None)."""
+    sim = Simulation(scene, settings=settings)
     nb, nc = len(scene.bodies), len(scene.colliders)
     bodies = [[sim.body_positions(i)] for i in range(nb)]
     cols = [[sim.collider_positions(j)] for j in range(nc)]

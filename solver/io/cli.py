@@ -24,6 +24,8 @@ from ..collider_check import compact_ranges
 from ..errors import ConvergenceError, SolverInputError
 from ..examples import DEFAULT_STEPS, EXAMPLES
 from ..friction import MOLLIFIERS
+from ..settings import SolverSettings
+from ..sleep import SleepSettings
 from .scene_io import dumps_scene, load_scene, save_scene, scene_to_dict
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NOT_CONVERGED = 0, 2, 3
@@ -45,6 +47,8 @@ STAT_FIELDS = (
     "substeps",
     "motion_unresolved",
 )
+# from StepStats.sleep (solver/sleep.py): bodies asleep at the end of each step
+SLEEP_FIELDS = ("sleeping",)
 # per-collider diagnostics, written as (S, C) arrays
 COLLIDER_STAT_FIELDS = ("collider_lags", "animated_collider_distances")
 
@@ -101,6 +105,8 @@ def trajectory_arrays(scene, traj):
     dtypes = dict.fromkeys(counts, np.int64) | {"converged": bool}
     for name in STAT_FIELDS:
         out[name] = np.array([getattr(s, name) for s in stats], dtype=dtypes.get(name, float))
+    for name in SLEEP_FIELDS:
+        out[f"{name}_bodies"] = np.array([getattr(s.sleep, name) for s in stats], np.int64)
     n_col = len(scene.colliders)
     for name in COLLIDER_STAT_FIELDS:
         # NaN rows for stats that do not carry one value per collider (hand-made StepStats)
@@ -235,8 +241,10 @@ def _simulate_and_write(scene, n_steps, out, args):
     if args.no_strict:
         scene = dataclasses.replace(scene, params=dataclasses.replace(scene.params, strict=False))
     progress = None if args.quiet else Progress()
+    # --sleep: sleeping bodies on (else the solver's defaults)
+    extra = {"settings": SolverSettings(sleep=SleepSettings(enabled=True))} if args.sleep else {}
     try:
-        traj = _simulation.simulate(scene, n_steps, progress=progress)
+        traj = _simulation.simulate(scene, n_steps, progress=progress, **extra)
     except ConvergenceError as exc:
         if progress:
             progress.finish()
@@ -260,6 +268,8 @@ def _simulate_and_write(scene, n_steps, out, args):
     for line in collider_overlaps(scene, traj.stats):
         print(f"solver: warning: {line}", file=sys.stderr)
     for line in motion_check_lines(traj.stats):
+        print(f"solver: {line}", file=sys.stderr)
+    for line in sleep_lines(traj.stats, scene.params.newton_tol):
         print(f"solver: {line}", file=sys.stderr)
     if failed:
         print(
@@ -288,6 +298,25 @@ def motion_check_lines(stats):
             f"smallest substep (steps {compact_ranges(left)}); use a smaller time step"
         )
     return lines
+
+
+def sleep_lines(stats, newton_tol):
+    """What sleeping did over a run (--sleep), in words (none when nothing slept)."""
+    most = max((s.sleep.sleeping for s in stats), default=0)
+    if not most:
+        return []
+    fell = sum(s.sleep.fell_asleep for s in stats)
+    woke = sum(s.sleep.woke for s in stats)
+    energy = sum(s.sleep.dropped_energy for s in stats)
+    probes = [s.sleep.probe_speed for s in stats if not math.isnan(s.sleep.probe_speed)]
+    quiet = sum(1 for s in stats if s.sleep.sleeping and not s.unknowns)
+    line = (
+        f"sleeping: at most {most} bodies asleep at once ({fell} fell asleep, {woke} woken); "
+        f"{quiet} step(s) with every body asleep solved nothing; kinetic energy dropped {energy:.3g} J"
+    )
+    if probes:
+        line += f"; probe steps: sleeping bodies at most {max(probes):.3g} m/s (newton_tol {newton_tol:g})"
+    return [line]
 
 
 def collider_overlaps(scene, stats):
@@ -416,6 +445,12 @@ def _add_run_options(p):
         help="friction's static zone, overriding the scene's params.friction_mollifier: 'linear' "
         "(force proportional to the slip speed below eps_v) or 'ipc' (the IPC papers' "
         "f1 = 2y/eps - y^2/eps^2); the trajectory's scene_json records the one used",
+    )
+    p.add_argument(
+        "--sleep",
+        action="store_true",
+        help="let still contact islands sleep (docs/design/18-sleeping.md): a settled pile costs "
+        "almost nothing per step; bodies moving slower than newton_tol may be stopped",
     )
 
 

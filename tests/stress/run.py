@@ -5,6 +5,7 @@
     python3 -m tests.stress.run --scenes 5,17,40-45 -v  # selected scenes, per-step lines
     python3 -m tests.stress.run --case tests/stress/cases/foo.json   # a saved case
     python3 -m tests.stress.run --heavy --budget 900    # saw meshing, press slam (heavy.py)
+    python3 -m tests.stress.run --rigid --sleep         # rigid variants, sleeping bodies on
 
 For every scene: the solver must accept it (``rejected`` otherwise); the
 initial state and the state after every step are checked
@@ -79,6 +80,7 @@ class Result:
     detail: str = ""
     wall: float = 0.0
     messages: list = field(default_factory=list)  # distinct non-convergence messages
+    slept: int = 0  # most bodies asleep at once (--sleep)
 
 
 class _Timeout(Exception):
@@ -89,8 +91,9 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def run_scene(ss: StressScene, budget=DEFAULT_BUDGET, verbose=False, out=sys.stdout):
-    """Run one scene, checking every state.  Returns a Result."""
+def run_scene(ss: StressScene, budget=DEFAULT_BUDGET, verbose=False, out=sys.stdout, settings=None):
+    """Run one scene, checking every state (settings: the solver's, its defaults
+    when None).  Returns a Result."""
     r = Result(ss.index, ss.template, ss.n_steps)
     t0 = time.perf_counter()
     use_alarm = hasattr(signal, "SIGALRM")
@@ -98,7 +101,7 @@ def run_scene(ss: StressScene, budget=DEFAULT_BUDGET, verbose=False, out=sys.std
         old = signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(int(2 * budget) + 1)  # a single step that never returns
     try:
-        _run(ss, r, budget, t0, verbose, out)
+        _run(ss, r, budget, t0, verbose, out, settings)
     except _Timeout:
         r.failure, r.failed_step = "hang", r.steps_run + 1
         r.detail = f"step {r.steps_run + 1} still running after {time.perf_counter() - t0:.0f} s"
@@ -114,10 +117,10 @@ def _fail(r, kind, step, detail):
     r.failure, r.failed_step, r.detail = kind, step, detail
 
 
-def _run(ss, r, budget, t0, verbose, out):
+def _run(ss, r, budget, t0, verbose, out, settings=None):
     scene = ss.scene
     try:
-        sim = Simulation(scene)
+        sim = Simulation(scene, settings=settings)
     except SolverInputError as exc:
         return _fail(r, "rejected", 0, f"SolverInputError: {exc}")
     except Exception as exc:
@@ -148,6 +151,7 @@ def _run(ss, r, budget, t0, verbose, out):
             except Exception as exc:
                 return _fail(r, "exception", k, _exc_text(exc))
         r.steps_run = k
+        r.slept = max(r.slept, stats.sleep.sleeping)
         if stats.converged:
             r.converged += 1
         else:
@@ -232,7 +236,7 @@ def heavy_scene(name):
 
 
 def _worker(args):
-    index, budget, verbose, linear_solver = args
+    index, budget, verbose, linear_solver, sleep = args
     if isinstance(index, str) and index.startswith(HEAVY_PREFIX):
         ss = heavy_scene(index[len(HEAVY_PREFIX) :])
     elif isinstance(index, str):
@@ -248,13 +252,24 @@ def _worker(args):
         ss = replace(
             ss, scene=replace(ss.scene, params=replace(ss.scene.params, linear_solver=linear_solver))
         )
-    return run_scene(ss, budget, verbose)
+    return run_scene(ss, budget, verbose, settings=_sleep_settings() if sleep else None)
 
 
-def run_many(items, jobs=1, budget=DEFAULT_BUDGET, verbose=False, progress=None, linear_solver=None):
+def _sleep_settings():
+    """The solver's settings with sleeping bodies on (docs/design/18-sleeping.md)."""
+    from solver.settings import SolverSettings
+    from solver.sleep import SleepSettings
+
+    return SolverSettings(sleep=SleepSettings(enabled=True))
+
+
+def run_many(
+    items, jobs=1, budget=DEFAULT_BUDGET, verbose=False, progress=None, linear_solver=None, sleep=False
+):
     """Run scene indices / case paths; returns Results in input order.
-    linear_solver: override every scene's params.linear_solver ('numpy': stock Blender)."""
-    tasks = [(it, budget, verbose, linear_solver) for it in items]
+    linear_solver: override every scene's params.linear_solver ('numpy': stock Blender);
+    sleep: run with sleeping bodies on."""
+    tasks = [(it, budget, verbose, linear_solver, sleep) for it in items]
     results = []
     if jobs > 1:
         import multiprocessing as mp
@@ -335,6 +350,7 @@ def main(argv=None):
         choices=("auto", "scipy", "numpy"),
         help="override the scenes' linear solver ('numpy' = stock Blender without scipy)",
     )
+    ap.add_argument("--sleep", action="store_true", help="sleeping bodies on (docs/design/18-sleeping.md)")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per step")
     a = ap.parse_args(argv)
     items = (
@@ -353,14 +369,15 @@ def main(argv=None):
 
     def progress(r):
         status = f"FAIL {r.failure} at step {r.failed_step}: {r.detail}" if r.failure else "ok"
+        asleep = f", {r.slept} asleep" if r.slept else ""
         print(
             f"scene {r.index} ({r.template}): {r.steps_run}/{r.n_steps} steps, "
-            f"{r.not_converged} not converged, {r.wall:.1f} s  {status}",
+            f"{r.not_converged} not converged, {r.wall:.1f} s{asleep}  {status}",
             flush=True,
         )
 
     t0 = time.perf_counter()
-    results = run_many(items, a.jobs, a.budget, a.verbose, progress, a.linear_solver)
+    results = run_many(items, a.jobs, a.budget, a.verbose, progress, a.linear_solver, a.sleep)
     text, kinds = summarize(results, time.perf_counter() - t0)
     print("\n" + text)
     if a.json:
