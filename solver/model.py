@@ -266,10 +266,14 @@ def build_model(scene):
     mass = cat("mass")
     links = build_links(scene, meshes, slices[:n_bodies], float(scene.params.dt), mass)
     loop, arclen, loop_length = _boundary_loops(rest, cat("edges", bodies), offset)  # >= 1 body
+    basis = _rigid_basis(scene, rest, slices[:n_bodies], elements)
+    velocity = cat("velocity")
+    if basis is not None:  # a rigid body moves affinely: its velocity's affine part (least squares)
+        velocity = basis.expand(basis.coords(velocity))
     return Model(
         names=tuple(p.name for p in parts),
         rest=rest,
-        velocity=cat("velocity"),
+        velocity=velocity,
         mass=mass,
         is_collider=is_collider,
         mu=cat("mu"),
@@ -296,7 +300,7 @@ def build_model(scene):
         exclusion_radius=2.0 * float(scene.params.dhat),
         owner_contact=owner_contact(scene, links),
         links=links,
-        basis=_rigid_basis(scene, rest, slices[:n_bodies], elements),
+        basis=basis,
     )
 
 

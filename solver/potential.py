@@ -114,12 +114,13 @@ class IncrementalPotential:
     def reduced_system(self, x, T, project):
         """(rows, cols, vals, grad): the system of T (assembled at x by
         :meth:`gradient_hessian`) in the basis' unknowns q, B^T H B plus the
-        orthogonality Hessian, and B^T grad.  Only with a basis."""
+        Hessians given in q (inertia's, the orthogonality energy's), and B^T grad.  Only with a basis."""
         b = self.basis
-        r, c, v = b.reduce_triplets(*T.arrays())
-        ro, co, vo = self.rigidity.reduced_hessian(x, project)
-        grad = b.reduce_gradient(T.grad)
-        return np.concatenate([r, ro]), np.concatenate([c, co]), np.concatenate([v, vo]), grad
+        parts = [b.reduce_triplets(*T.arrays())]
+        # the terms whose Hessian is given in q (inertia's B^T M B, orthogonality)
+        parts += [t.reduced_hessian(x, project) for t in self.terms if hasattr(t, "reduced_hessian")]
+        r, c, v = (np.concatenate(a) for a in zip(*parts, strict=True))
+        return r, c, v, b.reduce_gradient(T.grad)
 
     def gradient(self, x, cs: ContactSet):
         """The gradient alone (no Hessian), as a :class:`Triplets` whose

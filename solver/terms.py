@@ -60,12 +60,15 @@ class Inertia:
     per_h2, weight = False, 1.0
     stage = "inertia+penalty"
 
-    def __init__(self, mass, x_tilde):
-        self.mass, self.x_tilde = mass, x_tilde
+    def __init__(self, mass, x_tilde, basis=None):
+        self.mass, self.x_tilde, self.basis = mass, x_tilde, basis
+        # with rigid bodies (basis) their mass matrix is given in q (reduced_hessian)
+        self.plain = None if basis is None else np.flatnonzero(~basis.rigid_dof)
+        self._reduced = None
 
     @classmethod
     def build(cls, model, consts):
-        return cls(model.mass, consts.x_tilde)
+        return cls(model.mass, consts.x_tilde, getattr(model, "basis", None))
 
     def value(self, x, cs):
         dx = x - self.x_tilde
@@ -76,7 +79,16 @@ class Inertia:
 
     def gradient_hessian(self, x, cs, T, project, majorize=None):
         self.gradient(x, cs, T)
-        T.add_dense_diagonal(np.repeat(self.mass, 2))
+        if self.basis is None:
+            T.add_dense_diagonal(np.repeat(self.mass, 2))
+        else:
+            T.add_diagonal(self.plain, np.repeat(self.mass, 2)[self.plain])
+
+    def reduced_hessian(self, x, project):
+        """(rows, cols, vals): the rigid bodies' mass matrix in q, B^T M B (constant)."""
+        if self._reduced is None:
+            self._reduced = self.basis.reduced_mass(self.mass)
+        return self._reduced
 
 
 class Elasticity:
