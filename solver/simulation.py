@@ -27,6 +27,7 @@ import numpy as np
 
 from . import barrier, barrier_stiffness, ccd, fields, links, motion_check
 from .animated import AnimatedModel
+from .broad_phase import CandidateCache
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
@@ -193,6 +194,7 @@ class Simulation:
         self.mean_mass = float(m.mass[body].mean())
         self.gravity = np.asarray(p.gravity, float)
         self.timers = Timers()  # seconds per stage, for benchmarks
+        self._candidates = CandidateCache()  # the broad phase's pairs, reused while they cover the motion
         self._prescribed = PrescribedMotion(m, p.dhat, s.prescribed)
         self.kin_vertices = self._prescribed.kin_vertices
         self._start = NewtonStart(
@@ -453,7 +455,11 @@ class Simulation:
         p = self.params
         with self.timers("broad_phase"):
             return build_contact_set(
-                self.model, candidate_stencils(self.model, x0, x1, p.dhat), self.kappa, p.dhat, p.formulation
+                self.model,
+                candidate_stencils(self.model, x0, x1, p.dhat, self._candidates),
+                self.kappa,
+                p.dhat,
+                p.formulation,
             )
 
     def _ccd_step(self, x, dx, cs):
