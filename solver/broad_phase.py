@@ -112,13 +112,15 @@ class CandidateCache:
     def __init__(self):
         self._reference = None  # (plo, phi, elo, ehi, pi, ei) of the last full search
 
-    def pairs(self, plo, phi, elo, ehi, margin):
+    def pairs(self, plo, phi, elo, ehi, margins):
         """(pi, ei): the pairs whose boxes overlap, as candidates(plo, phi,
-        elo, ehi); a full search on boxes inflated by margin when the boxes
-        are not inside the reference ones."""
+        elo, ehi); a full search on boxes inflated by margins (the points',
+        the edges': scalars or (n, 1)) when the boxes are not inside the
+        reference ones."""
         ref = self._reference
         if ref is None or not _inside((plo, phi, elo, ehi), ref[:4]):
-            boxes = (plo - margin, phi + margin, elo - margin, ehi + margin)
+            pm, em = margins
+            boxes = (plo - pm, phi + pm, elo - em, ehi + em)
             ref = self._reference = (*boxes, *candidates(*boxes))
         pi, ei = ref[4], ref[5]
         ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])

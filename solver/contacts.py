@@ -49,7 +49,7 @@ class ContactSet:
 def candidate_stencils(model, x0, x1, pad, cache=None):
     """Point-edge stencils (n,3) whose swept boxes (x0 -> x1) come within pad.
     cache (optional): a :class:`~solver.broad_phase.CandidateCache` to search
-    (the same stencils), its margin the larger of pad and the motion's."""
+    (the same stencils), each box's margin the larger of pad and its motion."""
     pts, edges = model.points, model.edges
     plo, phi = point_boxes(x0[pts], x1[pts], pad)
     elo, ehi = edge_boxes(x0, x1, edges)
@@ -61,8 +61,10 @@ def candidate_stencils(model, x0, x1, pad, cache=None):
     if cache is None:
         pi, ei = candidates(plo, phi, elo, ehi)
     else:
-        margin = max(pad, float(np.abs(x1 - x0).max(initial=0.0)))
-        pi, ei = cache.pairs(plo, phi, elo, ehi, margin)
+        # a primitive that moved far is likely to move on: a wider margin for it alone
+        motion = np.maximum(np.abs(x1 - x0).max(axis=1), pad)
+        margins = motion[pts][:, None], np.maximum(motion[edges[:, 0]], motion[edges[:, 1]])[:, None]
+        pi, ei = cache.pairs(plo, phi, elo, ehi, margins)
     p, e = pts[pi], edges[ei]
     keep = model.may_contact(p, e[:, 0], e[:, 1])
     return np.column_stack([p[keep], e[keep]])

@@ -133,7 +133,7 @@ def test_the_candidate_cache_answers_as_a_full_search_while_boxes_move():
         plo, phi = point_boxes(x[pts], x1[pts], 0.1)
         elo, ehi = edge_boxes(x, x1, edges)
         before = cache._reference
-        got = cache.pairs(plo, phi, elo, ehi, 0.2)
+        got = cache.pairs(plo, phi, elo, ehi, (0.2, np.full((len(elo), 1), 0.1)))
         full_searches += cache._reference is not before
         want = candidates(plo, phi, elo, ehi)
         for a, b in zip(got, want, strict=True):
