@@ -60,15 +60,16 @@ class Inertia:
     per_h2, weight = False, 1.0
     stage = "inertia+penalty"
 
-    def __init__(self, mass, x_tilde, basis=None):
-        self.mass, self.x_tilde, self.basis = mass, x_tilde, basis
+    def __init__(self, mass, x_tilde, basis=None, rigid_mass=None):
+        self.mass, self.x_tilde = mass, x_tilde
         # with rigid bodies (basis) their mass matrix is given in q (reduced_hessian)
         self.plain = None if basis is None else np.flatnonzero(~basis.rigid_dof)
-        self._reduced = None
+        self.rigid_mass = rigid_mass
 
     @classmethod
     def build(cls, model, consts):
-        return cls(model.mass, consts.x_tilde, getattr(model, "basis", None))
+        basis = getattr(model, "basis", None)
+        return cls(model.mass, consts.x_tilde, basis, None if basis is None else model.rigid_mass)
 
     def value(self, x, cs):
         dx = x - self.x_tilde
@@ -79,16 +80,14 @@ class Inertia:
 
     def gradient_hessian(self, x, cs, T, project, majorize=None):
         self.gradient(x, cs, T)
-        if self.basis is None:
+        if self.plain is None:
             T.add_dense_diagonal(np.repeat(self.mass, 2))
         else:
             T.add_diagonal(self.plain, np.repeat(self.mass, 2)[self.plain])
 
     def reduced_hessian(self, x, project):
         """(rows, cols, vals): the rigid bodies' mass matrix in q, B^T M B (constant)."""
-        if self._reduced is None:
-            self._reduced = self.basis.reduced_mass(self.mass)
-        return self._reduced
+        return self.rigid_mass
 
 
 class Elasticity:
