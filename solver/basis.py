@@ -104,6 +104,25 @@ class AffineBasis:
         cols = np.broadcast_to(dofs[:, :, None, :], shape).ravel()
         return rows, cols, np.broadcast_to(M, shape).ravel()
 
+    def rotation_corrected(self, x, dq):
+        """dq (n_q,) with each rigid body's rotation made exact: a Newton step
+        turns A by the linearized rotation, (I + W) A with W skew, whose end
+        is stretched by 1 + w^2 (w = W_10), which the orthogonality energy
+        resists RIGIDITY times more than inertia does: the line search cuts
+        the step and the next iteration undoes the stretch.  Here (I + W) is
+        scaled by 1 / sqrt(1 + w^2), a rotation by atan(w); the step's
+        stretching part (the symmetric part of dA A^-1) and the translation
+        are kept.  The motion stays straight in x (B dq)."""
+        A = self.affine(x)
+        dA = dq[self.a_dofs].reshape(-1, 2, 2)
+        M = dA @ np.linalg.inv(A)
+        w = 0.5 * (M[:, 1, 0] - M[:, 0, 1])
+        turn = np.stack([np.ones_like(w), -w, w, np.ones_like(w)], 1).reshape(-1, 2, 2)  # I + W
+        scale = 1.0 / np.sqrt(1.0 + w * w) - 1.0
+        out = dq.copy()
+        out[self.a_dofs] = (dA + scale[:, None, None] * (turn @ A)).reshape(-1, 4)
+        return out
+
     def fixed(self, fixed_dof):
         """(n_q,) bool: the q DOFs of fixed vertex DOFs (fixed_dof (2N,)); rigid
         bodies have no fixed vertex (validation)."""

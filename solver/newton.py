@@ -417,6 +417,9 @@ class Newton:
                 dq = _factorize(system, len(gq), p.linear_solver, self.ordering, False).solve(-gq)
         if not project and not float(np.dot(gq, dq)) < 0.0 and np.any(gq):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
+        turned = ip.basis.rotation_corrected(x, dq)
+        if float(np.dot(gq, turned)) < 0.0:  # (still a descent direction: nearly always)
+            dq = turned
         return ip.basis.expand(dq).ravel(), None
 
 

@@ -164,3 +164,24 @@ def test_pairs_within_one_rigid_body_never_contact():
     other = m.edges[m.basis.vertex_body[m.edges[:, 0]] < 0]
     assert not m.may_contact(np.full(len(own), p), own[:, 0], own[:, 1]).any()
     assert m.may_contact(np.full(len(other), p), other[:, 0], other[:, 1]).all()
+
+
+def test_a_turning_step_ends_on_a_rotation_and_keeps_its_stretch_and_shift():
+    m = mixed_model()
+    b = m.basis
+    x = m.rest.copy()
+    phi = 0.3
+    R = np.array([[np.cos(phi), -np.sin(phi)], [np.sin(phi), np.cos(phi)]])
+    q = b.coords(x)
+    A = b.affine(x)[0]
+    dq = np.zeros(b.n_q)
+    W = np.array([[0.0, -np.tan(phi)], [np.tan(phi), 0.0]])
+    dq[b.a_dofs[0]] = (W @ A).ravel()  # the linearized rotation by phi: (I + W) A
+    dq[b.a_dofs[0, 0] + 2] = 0.1  # and a shift of p
+    turned = b.rotation_corrected(x, dq)
+    A1 = b.affine(b.expand(q + turned))[0]
+    np.testing.assert_allclose(A1, R @ A, atol=1e-12)
+    assert turned[b.a_dofs[0, 0] + 2] == 0.1
+    stretch = np.zeros(b.n_q)
+    stretch[b.a_dofs[0]] = (np.diag([0.01, -0.02]) @ A).ravel()  # no turn: unchanged
+    np.testing.assert_allclose(b.rotation_corrected(x, stretch), stretch, atol=1e-15)
