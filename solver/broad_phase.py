@@ -111,25 +111,19 @@ class CandidateCache:
     (Margins of twice the motion since the last search halve the full
     searches of a falling pile, but the larger list costs more per query.)"""
 
-    def __init__(self, excluded=None):
-        # excluded(pi, ei) -> (n,) bool: pairs never wanted (fixed for the scene), dropped from the list
-        self.excluded = excluded
+    def __init__(self):
         self._reference = None  # (plo, phi, elo, ehi, pi, ei) of the last full search
 
     def pairs(self, plo, phi, elo, ehi, margins):
         """(pi, ei): the pairs whose boxes overlap, as candidates(plo, phi,
-        elo, ehi) (but the excluded ones); a full search on boxes inflated by
+        elo, ehi); a full search on boxes inflated by
         margins (the points', the edges': scalars or (n, 1)) when the boxes
         are not inside the reference ones."""
         ref = self._reference
         if ref is None or not _inside((plo, phi, elo, ehi), ref[:4]):
             pm, em = margins
             wide = (plo - pm, phi + pm, elo - em, ehi + em)
-            pi, ei = candidates(*wide)
-            if self.excluded is not None:
-                keep = ~self.excluded(pi, ei)
-                pi, ei = pi[keep], ei[keep]
-            ref = self._reference = (*wide, pi, ei)
+            ref = self._reference = (*wide, *candidates(*wide))
         pi, ei = ref[4], ref[5]
         ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
         ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])

@@ -139,25 +139,16 @@ class Model:
         e = np.tile(self.edges, (P, 1))
         return self.may_contact(p, e[:, 0], e[:, 1]).reshape(P, E)
 
-    def within_rigid_body(self, p, e0):
-        """(n,) bool: which point-edge pairs lie within one rigid body (never in
-        contact: an affine body keeps its shape, it cannot touch itself)."""
-        body = self.basis.vertex_body
-        return (body[p] >= 0) & (body[p] == body[e0])
-
     def may_contact(self, p, e0, e1):
         """(n,) bool: which point-edge pairs are eligible for contact.
 
         Excluded: a point and its incident edges, collider against collider,
-        pairs within one rigid body,
         objects sharing no collision group or joined by a link (owner_contact),
         and pairs of the same boundary loop whose rest arclength distance is
         below the exclusion radius (the geodesic neighbourhood N(X) of the
         seeds, r = 2 dhat: without it, meshes finer than dhat would push their
         own boundary neighbours apart at rest)."""
         ok = (p != e0) & (p != e1) & ~(self.is_collider[p] & self.is_collider[e0])
-        if self.basis is not None:
-            ok &= ~self.within_rigid_body(p, e0)
         if self.owner_contact is not None:  # collision groups, linked bodies
             ok &= self.owner_contact[self.owner[p], self.owner[e0]]
         same = (self.loop[p] >= 0) & (self.loop[p] == self.loop[e0])

@@ -195,7 +195,7 @@ class Simulation:
         self.gravity = np.asarray(p.gravity, float)
         self.timers = Timers()  # seconds per stage, for benchmarks
         # the broad phase's pairs, reused while they cover the motion
-        self._candidates = CandidateCache(_rigid_self_pairs(m) if m.basis is not None else None)
+        self._candidates = CandidateCache()
         self._prescribed = PrescribedMotion(m, p.dhat, s.prescribed)
         self.kin_vertices = self._prescribed.kin_vertices
         self._start = NewtonStart(
@@ -553,12 +553,6 @@ class Simulation:
         self._state_touching = (st, self._start.touching_owners(st, d2, dp))
         alld = np.concatenate([np.sqrt(d2), dp])
         return (float(alld.min()) if len(alld) else np.inf), int(np.sum(alld < p.dhat))
-
-
-def _rigid_self_pairs(model):
-    """excluded(pi, ei) of the broad phase's cache (point and edge numbers):
-    the pairs within one rigid body, never in contact (Model.may_contact)."""
-    return lambda pi, ei: model.within_rigid_body(model.points[pi], model.edges[ei, 0])
 
 
 def simulate(scene, n_steps, progress=None) -> Trajectory:

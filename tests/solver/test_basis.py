@@ -156,16 +156,6 @@ def test_a_rigid_body_starts_with_the_affine_part_of_its_velocity():
     np.testing.assert_array_equal(m.velocity[m.body_slices[1]], 0.0)
 
 
-def test_pairs_within_one_rigid_body_never_contact():
-    m = mixed_model()
-    rigid = m.basis.vertex_body[m.points] >= 0
-    p = m.points[rigid][0]
-    own = m.edges[(m.basis.vertex_body[m.edges[:, 0]] >= 0) & (m.edges[:, 0] != p) & (m.edges[:, 1] != p)]
-    other = m.edges[m.basis.vertex_body[m.edges[:, 0]] < 0]
-    assert not m.may_contact(np.full(len(own), p), own[:, 0], own[:, 1]).any()
-    assert m.may_contact(np.full(len(other), p), other[:, 0], other[:, 1]).all()
-
-
 def test_a_turning_step_ends_on_a_rotation_and_keeps_its_stretch_and_shift():
     m = mixed_model()
     b = m.basis
