@@ -115,7 +115,11 @@ class AffineBasis:
         are kept.  The motion stays straight in x (B dq)."""
         A = self.affine(x)
         dA = dq[self.a_dofs].reshape(-1, 2, 2)
-        M = dA @ np.linalg.inv(A)
+        # M = dA A^-1 through the adjugate: a crushed body (det A = 0) gives
+        # non-finite values, which the caller's descent test rejects
+        adjugate = np.stack([A[:, 1, 1], -A[:, 0, 1], -A[:, 1, 0], A[:, 0, 0]], 1).reshape(-1, 2, 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            M = (dA @ adjugate) / np.linalg.det(A)[:, None, None]
         w = 0.5 * (M[:, 1, 0] - M[:, 0, 1])
         turn = np.stack([np.ones_like(w), -w, w, np.ones_like(w)], 1).reshape(-1, 2, 2)  # I + W
         scale = 1.0 / np.sqrt(1.0 + w * w) - 1.0

@@ -107,18 +107,17 @@ class CandidateCache:
     among the kept ones: the exact box test on those finds them, the same
     pairs in the same order (sorted by point, then edge) as a full search,
     without rasterising.  Newton's iterations within a step move far less
-    than the step itself, so most queries are answered from the list.
-    (Margins of twice the motion since the last search halve the full
-    searches of a falling pile, but the larger list costs more per query.)"""
+    than the step itself, so most queries are answered from the list
+    (design 17 has the measurements)."""
 
     def __init__(self):
         self._reference = None  # (plo, phi, elo, ehi, pi, ei) of the last full search
 
     def pairs(self, plo, phi, elo, ehi, margins):
         """(pi, ei): the pairs whose boxes overlap, as candidates(plo, phi,
-        elo, ehi); a full search on boxes inflated by
-        margins (the points', the edges': scalars or (n, 1)) when the boxes
-        are not inside the reference ones."""
+        elo, ehi); first a full search on the boxes inflated by margins (the
+        points', the edges': scalars or (n, 1)) when they are not inside the
+        reference ones."""
         ref = self._reference
         if ref is None or not _inside((plo, phi, elo, ehi), ref[:4]):
             pm, em = margins
