@@ -30,16 +30,21 @@ DEFAULTS = BarrierStiffnessSettings()
 
 
 def auto_kappa(scene, settings=DEFAULTS):
-    """The automatic barrier stiffness's starting value and lower bound [Pa]."""
-    return settings.min_modulus_fraction * min(b.material.E for b in scene.bodies)
+    """The automatic barrier stiffness's starting value and lower bound [Pa]:
+    from the softest deformable body (a rigid body has no elastic layer to
+    match: a steel prop must not stiffen the contacts of a soft character),
+    or the softest body when all are rigid."""
+    deformable = [b.material.E for b in scene.bodies if b.kind != "rigid"]
+    return settings.min_modulus_fraction * min(deformable or [b.material.E for b in scene.bodies])
 
 
 def opposed_gradient(model, dt, x, x_tilde):
     """(2N,) gradient of the inertia and elastic terms of the incremental
     potential at x, 1/2 |x - x_tilde|_M^2 + dt^2 Psi(x): what the barrier opposes."""
     g = (model.mass[:, None] * (x - x_tilde)).ravel()
-    el = model.elements
-    g += np.bincount(el.dofs, weights=(dt * dt * elasticity.gradient(el, x)).ravel(), minlength=len(g))
+    el = model.elastic_elements  # rigid bodies have none
+    if el is not None:
+        g += np.bincount(el.dofs, weights=(dt * dt * elasticity.gradient(el, x)).ravel(), minlength=len(g))
     return g
 
 

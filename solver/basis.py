@@ -54,6 +54,8 @@ class AffineBasis:
     rigid_dof: np.ndarray
     vertex_body: np.ndarray
     fit: np.ndarray
+    anchors: np.ndarray
+    anchor_fit: np.ndarray
     a_dofs: np.ndarray
     bodies: np.ndarray
     area: np.ndarray
@@ -85,6 +87,46 @@ class AffineBasis:
         """B dq as vertex positions (N, 2)."""
         return np.einsum("dj,dj->d", self.weights, dq[self.slots]).reshape(-1, 2)
 
+    def reduced_mass(self, mass):
+        """(rows, cols, vals): B^T M B on the rigid bodies' q DOFs for the lumped
+        vertex masses (N,), the exact reduced mass matrix: per body and
+        coordinate k the 3 x 3 block sum_i m_i w_i w_i^T, w_i = (X_i0, X_i1, 1),
+        on the DOFs first + 3k + (0, 1, 2).  Inertia gives its Hessian so, in q:
+        the vertex-space diagonal would expand to 9 entries per vertex DOF."""
+        on = self.vertex_body >= 0
+        w = self.weights[2 * np.flatnonzero(on)]  # (n, 3): a rigid vertex's x DOF weights
+        prod = mass[on][:, None, None] * w[:, :, None] * w[:, None, :]
+        where = (9 * self.vertex_body[on][:, None] + np.arange(9)).ravel()
+        M = np.bincount(where, prod.ravel(), 9 * self.n_rigid).reshape(-1, 1, 3, 3)
+        dofs = self.a_dofs[:, 0, None, None] + 3 * np.arange(2)[:, None] + np.arange(3)  # (R, 2, 3)
+        shape = (self.n_rigid, 2, 3, 3)
+        rows = np.broadcast_to(dofs[:, :, :, None], shape).ravel()
+        cols = np.broadcast_to(dofs[:, :, None, :], shape).ravel()
+        return rows, cols, np.broadcast_to(M, shape).ravel()
+
+    def rotation_corrected(self, x, dq):
+        """dq (n_q,) with each rigid body's rotation made exact: a Newton step
+        turns A by the linearized rotation, (I + W) A with W skew, whose end
+        is stretched by 1 + w^2 (w = W_10), which the orthogonality energy
+        resists RIGIDITY times more than inertia does: the line search cuts
+        the step and the next iteration undoes the stretch.  Here (I + W) is
+        scaled by 1 / sqrt(1 + w^2), a rotation by atan(w); the step's
+        stretching part (the symmetric part of dA A^-1) and the translation
+        are kept.  The motion stays straight in x (B dq)."""
+        A = self.affine(x)
+        dA = dq[self.a_dofs].reshape(-1, 2, 2)
+        # M = dA A^-1 through the adjugate: a crushed body (det A = 0) gives
+        # non-finite values, which the caller's descent test rejects
+        adjugate = np.stack([A[:, 1, 1], -A[:, 0, 1], -A[:, 1, 0], A[:, 0, 0]], 1).reshape(-1, 2, 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            M = (dA @ adjugate) / np.linalg.det(A)[:, None, None]
+        w = 0.5 * (M[:, 1, 0] - M[:, 0, 1])
+        turn = np.stack([np.ones_like(w), -w, w, np.ones_like(w)], 1).reshape(-1, 2, 2)  # I + W
+        scale = 1.0 / np.sqrt(1.0 + w * w) - 1.0
+        out = dq.copy()
+        out[self.a_dofs] = (dA + scale[:, None, None] * (turn @ A)).reshape(-1, 4)
+        return out
+
     def fixed(self, fixed_dof):
         """(n_q,) bool: the q DOFs of fixed vertex DOFs (fixed_dof (2N,)); rigid
         bodies have no fixed vertex (validation)."""
@@ -94,7 +136,13 @@ class AffineBasis:
         return out
 
     def affine(self, x):
-        """(R, 2, 2) each rigid body's A fitted to x (N, 2) (exact when x = B q)."""
+        """(R, 2, 2) each rigid body's A from its anchors' positions in x (N, 2),
+        exact when x = B q (Newton's iterates, steps B dq from such a start)."""
+        return np.einsum("rjk,rjl->rkl", x[self.anchors], self.anchor_fit)
+
+    def affine_fit(self, x):
+        """(R, 2, 2) each rigid body's A fitted to all of its vertices' positions
+        x (N, 2) by least squares (exact when x = B q)."""
         on = self.vertex_body >= 0
         prod = x[on][:, :, None] * self.fit[on][:, None, :]  # x_i w_i^T
         b = self.vertex_body[on]
@@ -113,7 +161,7 @@ class AffineBasis:
         b = self.vertex_body[on]
         count = np.bincount(b, minlength=self.n_rigid)
         p = np.stack([np.bincount(b, x[on, k], self.n_rigid) for k in (0, 1)], 1) / count[:, None]
-        A = self.affine(x)
+        A = self.affine_fit(x)
         base = self.a_dofs[:, 0]
         for k in (0, 1):
             q[base + 3 * k] = A[:, k, 0]
@@ -172,6 +220,18 @@ def _numbered(keys, n_keys):
     return distinct, table[keys]
 
 
+def _spanning_triangle(X):
+    """Three of the points X (n, 2) spanning a large triangle: the point
+    furthest from the centroid, the point furthest from it, and the point
+    furthest from the line through both (well conditioned for A's fit)."""
+    a = int(np.argmax(np.einsum("ij,ij->i", X, X)))
+    d = X - X[a]
+    b = int(np.argmax(np.einsum("ij,ij->i", d, d)))
+    u = X[b] - X[a]
+    c = int(np.argmax(np.abs(d[:, 0] * u[1] - d[:, 1] * u[0])))
+    return np.array([a, b, c])
+
+
 def rigid_stiffness(density, area, size_sq, dt, E):
     """kappa_A [Pa] of rigid bodies: RIGIDITY times rho L^2 / h^2 (L^2 = size_sq,
     the body's rest second moment per area), so that the orthogonality energy
@@ -193,6 +253,8 @@ def build_basis(rest, body_slices, rigid, props):
     fit = np.zeros((n, 2))
     centred = np.zeros((n, 2))
     size_sq = np.zeros(len(rigid_ids))
+    anchors = np.zeros((len(rigid_ids), 3), np.intp)
+    anchor_fit = np.zeros((len(rigid_ids), 3, 2))
     for r, b in enumerate(rigid_ids):  # once per scene, per body
         s = body_slices[b]
         vertex_body[s] = r
@@ -201,6 +263,10 @@ def build_basis(rest, body_slices, rigid, props):
         centred[s] = X
         fit[s] = X @ np.linalg.inv(G)  # G symmetric
         size_sq[r] = np.trace(G) / (s.stop - s.start)
+        local = _spanning_triangle(X)
+        anchors[r] = s.start + local
+        # [A p] = [x_j] C^-1 with C = [X_j; 1] (3 x 3): A's weights are C^-1's first two columns
+        anchor_fit[r] = np.linalg.inv(np.vstack([X[local].T, np.ones(3)]))[:, :2]
     on = vertex_body >= 0
     n_plain = 2 * int(np.sum(~on))
     slots = np.zeros((2 * n, 3), np.intp)
@@ -232,6 +298,8 @@ def build_basis(rest, body_slices, rigid, props):
         rigid_dof,
         vertex_body,
         fit,
+        anchors,
+        anchor_fit,
         a_dofs,
         rigid_ids,
         area,

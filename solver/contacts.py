@@ -46,8 +46,10 @@ class ContactSet:
         return ContactSet(self.idx[mask], self.coef[mask], self.pp[mask])
 
 
-def candidate_stencils(model, x0, x1, pad):
-    """Point-edge stencils (n,3) whose swept boxes (x0 -> x1) come within pad."""
+def candidate_stencils(model, x0, x1, pad, cache=None):
+    """Point-edge stencils (n,3) whose swept boxes (x0 -> x1) come within pad.
+    cache (optional): a :class:`~solver.broad_phase.CandidateCache` to search
+    (the same stencils), each box's margin the larger of pad and its motion."""
     pts, edges = model.points, model.edges
     plo, phi = point_boxes(x0[pts], x1[pts], pad)
     elo, ehi = edge_boxes(x0, x1, edges)
@@ -56,7 +58,13 @@ def candidate_stencils(model, x0, x1, pad):
         # small scene: dense box test with the eligibility of every pair precomputed
         pi, ei = np.nonzero(overlap_matrix(plo, phi, elo, ehi) & eligible)
         return np.column_stack([pts[pi], edges[ei]])
-    pi, ei = candidates(plo, phi, elo, ehi)
+    if cache is None:
+        pi, ei = candidates(plo, phi, elo, ehi)
+    else:
+        # a primitive that moved far is likely to move on: a wider margin for it alone
+        motion = np.maximum(np.abs(x1 - x0).max(axis=1), pad)
+        margins = motion[pts][:, None], np.maximum(motion[edges[:, 0]], motion[edges[:, 1]])[:, None]
+        pi, ei = cache.pairs(plo, phi, elo, ehi, margins)
     p, e = pts[pi], edges[ei]
     keep = model.may_contact(p, e[:, 0], e[:, 1])
     return np.column_stack([p[keep], e[keep]])

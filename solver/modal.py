@@ -219,6 +219,26 @@ class ModalBasis:
         )
         return da.reshape(-1, 2) if self.inner is None else self.inner.expand(da)
 
+    def reduced_mass(self, mass):
+        """(rows, cols, vals): the rigid bodies' B^T M B (AffineBasis.reduced_mass), numbered in
+        q; a stiff body's inertia stays in x (its vertex-space diagonal, reduced through B)."""
+        if self.inner is None:
+            return np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
+        rows, cols, vals = self.inner.reduced_mass(mass)
+        return self.keep[rows], self.keep[cols], vals
+
+    def rotation_corrected(self, x, dq):
+        """dq with each rigid body's rotation made exact (AffineBasis.rotation_corrected);
+        a rigid body's DOFs are kept one to one, the stiff bodies' are left as they are."""
+        if self.inner is None:
+            return dq
+        plain = self.keep >= 0
+        inner_dq = np.zeros(self.n_a)
+        inner_dq[plain] = dq[self.keep[plain]]
+        out = dq.copy()
+        out[self.keep[plain]] = self.inner.rotation_corrected(x, inner_dq)[plain]
+        return out
+
     def fixed(self, fixed_dof):
         """(n_q,) bool: the q DOFs of fixed vertex DOFs (a stiff body's pins are springs: none)."""
         fa = fixed_dof if self.inner is None else self.inner.fixed(fixed_dof)

@@ -108,6 +108,12 @@ class Model:
         return _subset(self.rest, el, keep) if keep.any() else None
 
     @cached_property
+    def rigid_mass(self):
+        """The rigid bodies' mass matrix in q, B^T M B as triplets (stiff bodies' inertia stays in x)
+        (AffineBasis.reduced_mass; a model with animated densities is a new model)."""
+        return self.basis.reduced_mass(self.mass)
+
+    @cached_property
     def inversion_tris(self):
         """The triangles the line search keeps from inverting: all of them
         without rigid bodies (the same array), else the deformable ones and
@@ -273,10 +279,14 @@ def build_model(scene):
     mass = cat("mass")
     links = build_links(scene, meshes, slices[:n_bodies], float(scene.params.dt), mass)
     loop, arclen, loop_length = _boundary_loops(rest, cat("edges", bodies), offset)  # >= 1 body
+    basis = _reduced_basis(scene, rest, slices[:n_bodies], elements, mass)
+    velocity = cat("velocity")
+    if basis is not None:  # a rigid (stiff) body's velocity: its part in B's range (least squares)
+        velocity = basis.expand(basis.coords(velocity))
     return Model(
         names=tuple(p.name for p in parts),
         rest=rest,
-        velocity=cat("velocity"),
+        velocity=velocity,
         mass=mass,
         is_collider=is_collider,
         mu=cat("mu"),
@@ -303,7 +313,7 @@ def build_model(scene):
         exclusion_radius=2.0 * float(scene.params.dhat),
         owner_contact=owner_contact(scene, links),
         links=links,
-        basis=_reduced_basis(scene, rest, slices[:n_bodies], elements, mass),
+        basis=basis,
     )
 
 

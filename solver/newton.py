@@ -402,9 +402,11 @@ class Newton:
 
     def _reduced_solve(self, ip, x, T, fixed_dof, project):
         """(dx (2N,), None): the Newton step of a scene with rigid bodies, solved
-        in the basis' unknowns q (solver/basis.py): B^T H B plus the
-        orthogonality Hessian for B^T g, returned as dx = B dq (a straight step
-        in q is one in x: the line search and CCD stay in vertex space).  No
+        in the basis' unknowns q (solver/basis.py): B^T H B plus the Hessians
+        given in q (inertia's, orthogonality's) for B^T g, returned as dx = B dq (a straight step
+        in q is one in x: the line search and CCD stay in vertex space), each
+        rigid body's turn made an exact rotation
+        (:meth:`~solver.basis.AffineBasis.rotation_corrected`).  No
         factor is returned: the features reusing it are off (:func:`_features`).
         Raises NotPositiveDefinite as :meth:`_linear_solve`."""
         p = self.params
@@ -420,6 +422,10 @@ class Newton:
             dq = step if free is None else np.bincount(free, step, len(gq))
         if not project and not float(np.dot(gq, dq)) < 0.0 and np.any(gq):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
+        # each rigid body's turn made an exact rotation, while still a descent direction
+        turned = ip.basis.rotation_corrected(x, dq)
+        if float(np.dot(gq, turned)) < 0.0:
+            dq = turned
         return ip.basis.expand(dq).ravel(), None
 
 

@@ -63,9 +63,8 @@ class Orthogonality:
     def __init__(self, basis, weight):
         self.basis, self.weight = basis, weight
         self.coef = basis.stiffness * basis.area  # (R,) kappa_A V
-        on = basis.vertex_body >= 0
-        self.vertices = np.flatnonzero(on)
-        self.dofs = (2 * self.vertices[:, None] + np.arange(2)).ravel()
+        # A is read off the anchors (AffineBasis.affine): the gradient lives on them
+        self.dofs = (2 * basis.anchors[:, :, None] + np.arange(2)).ravel()
 
     @classmethod
     def build(cls, model, consts):
@@ -80,8 +79,7 @@ class Orthogonality:
     def gradient(self, x, cs, T):
         b = self.basis
         D = self.coef[:, None, None] * energy_gradient(b.affine(x))  # (R, 2, 2)
-        v = self.vertices
-        g = np.einsum("nkl,nl->nk", D[b.vertex_body[v]], b.fit[v])  # dE/dx_i = D w_i
+        g = np.einsum("rkl,rjl->rjk", D, b.anchor_fit)  # dE/dx_j = D w_j at the anchors
         T.add_gradient_at(self.dofs, self.weight * g)
 
     def gradient_hessian(self, x, cs, T, project, majorize=None):

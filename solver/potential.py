@@ -116,12 +116,13 @@ class IncrementalPotential:
     def reduced_system(self, x, T, project):
         """(rows, cols, vals, grad): the system of T (assembled at x by
         :meth:`gradient_hessian`) in the basis' unknowns q, B^T H B plus the
-        Hessians given in q (orthogonality, stiff bodies' elasticity), and
-        B^T grad.  Only with a basis."""
+        Hessians given in q (inertia's, the orthogonality energy's), and B^T grad.  Only with a basis."""
         b = self.basis
-        parts = [b.reduce_triplets(*T.arrays())] + [t.reduced_hessian(x, project) for t in self.in_q]
-        rows, cols, vals = (np.concatenate([p[i] for p in parts]) for i in range(3))
-        return rows, cols, vals, b.reduce_gradient(T.grad)
+        parts = [b.reduce_triplets(*T.arrays())]
+        # the terms whose Hessian is given in q (inertia's B^T M B, orthogonality)
+        parts += [t.reduced_hessian(x, project) for t in self.terms if hasattr(t, "reduced_hessian")]
+        r, c, v = (np.concatenate(a) for a in zip(*parts, strict=True))
+        return r, c, v, b.reduce_gradient(T.grad)
 
     def gradient(self, x, cs: ContactSet):
         """The gradient alone (no Hessian), as a :class:`Triplets` whose

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import barrier, barrier_stiffness, ccd, fields, links, motion_check
 from .animated import AnimatedModel
+from .broad_phase import CandidateCache
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
@@ -205,6 +206,8 @@ class Simulation:
         self._step_force = None  # the (sub)step's external force per vertex, for sleeping
         self._end_contacts = None  # owner pairs within dhat at the state, for sleeping
         self.timers = Timers()  # seconds per stage, for benchmarks
+        # the broad phase's pairs, reused while they cover the motion
+        self._candidates = CandidateCache()
         self._prescribed = PrescribedMotion(m, p.dhat, s.prescribed)
         self.kin_vertices = self._prescribed.kin_vertices
         self._start = NewtonStart(
@@ -516,7 +519,7 @@ class Simulation:
     def _contact_set(self, x0, x1):
         p = self.params
         with self.timers("broad_phase"):
-            stencils = self._sleep.keep(candidate_stencils(self.model, x0, x1, p.dhat))
+            stencils = self._sleep.keep(candidate_stencils(self.model, x0, x1, p.dhat, self._candidates))
             return build_contact_set(self.model, stencils, self.kappa, p.dhat, p.formulation)
 
     def _ccd_step(self, x, dx, cs):

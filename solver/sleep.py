@@ -82,7 +82,7 @@ def fixed_q(basis, fixed_dof):
     (fixed_dof (2N,)): those of fixed plain DOFs, and the 6 of every rigid
     body whose vertices are all fixed (a sleeping one)."""
     out = basis.fixed(fixed_dof)
-    rigid = basis.rigid_dof
+    rigid = np.repeat(basis.vertex_body >= 0, 2)  # rigid bodies' vertex DOFs (not stiff ones)
     if not (fixed_dof & rigid).any():
         return out
     body = basis.vertex_body[np.flatnonzero(rigid) // 2]
@@ -119,9 +119,11 @@ def free_unknowns(model, fixed):
 
 def _unsleepable(model):
     """(n_bodies,) bool: bodies that never sleep: moving pins, links with
-    moving world anchors or an engagement schedule."""
+    moving world anchors or an engagement schedule; stiff bodies (holding
+    their vertices would not hold their modes' unknowns)."""
     n_b = len(model.body_slices)
     out = np.zeros(n_b, bool)
+    out[getattr(model.basis, "stiff_bodies", np.zeros(0, np.intp))] = True
     for g in model.kin_groups:
         moves = len(g.times) > 1 and np.ptp(g.positions, axis=0).any()
         owner = model.owner[g.vertices]

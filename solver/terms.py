@@ -60,12 +60,16 @@ class Inertia:
     per_h2, weight = False, 1.0
     stage = "inertia+penalty"
 
-    def __init__(self, mass, x_tilde):
+    def __init__(self, mass, x_tilde, basis=None, rigid_mass=None):
         self.mass, self.x_tilde = mass, x_tilde
+        # with rigid bodies (basis) their mass matrix is given in q (reduced_hessian)
+        self.plain = None if basis is None else np.flatnonzero(np.repeat(basis.vertex_body < 0, 2))
+        self.rigid_mass = rigid_mass
 
     @classmethod
     def build(cls, model, consts):
-        return cls(model.mass, consts.x_tilde)
+        basis = getattr(model, "basis", None)
+        return cls(model.mass, consts.x_tilde, basis, None if basis is None else model.rigid_mass)
 
     def value(self, x, cs):
         dx = x - self.x_tilde
@@ -76,7 +80,14 @@ class Inertia:
 
     def gradient_hessian(self, x, cs, T, project, majorize=None):
         self.gradient(x, cs, T)
-        T.add_dense_diagonal(np.repeat(self.mass, 2))
+        if self.plain is None:
+            T.add_dense_diagonal(np.repeat(self.mass, 2))
+        else:
+            T.add_diagonal(self.plain, np.repeat(self.mass, 2)[self.plain])
+
+    def reduced_hessian(self, x, project):
+        """(rows, cols, vals): the rigid bodies' mass matrix in q, B^T M B (constant)."""
+        return self.rigid_mass
 
 
 class Elasticity:

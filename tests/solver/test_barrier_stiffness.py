@@ -52,6 +52,16 @@ def test_the_automatic_stiffness_starts_at_a_tenth_of_the_softest_modulus():
     assert auto_kappa(scene, BarrierStiffnessSettings(min_modulus_fraction=0.5)) == pytest.approx(1.5e4)
 
 
+def test_rigid_bodies_do_not_set_the_automatic_stiffness():
+    scene = free_fall()
+    body = scene.bodies[0]
+    soft = dataclasses.replace(body, name="soft", material=Material(E=3e4))
+    rigid = dataclasses.replace(body, name="rigid", material=Material(E=1e3), kind="rigid")
+    assert auto_kappa(dataclasses.replace(scene, bodies=(rigid, soft))) == pytest.approx(3e3, rel=1e-15)
+    # all rigid: the softest of them
+    assert auto_kappa(dataclasses.replace(scene, bodies=(rigid,))) == pytest.approx(1e2, rel=1e-15)
+
+
 def test_first_contact_balances_gravity_against_the_barrier_in_closed_form():
     gap = 0.9 * SimParams().dhat
     sim = _resting_square(gap)

@@ -64,6 +64,27 @@ def test_reductions_are_the_transpose_products_of_the_dense_basis():
     np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)
 
 
+def test_the_reduced_mass_is_the_transpose_product_of_the_lumped_masses():
+    m = mixed_model()
+    b = m.basis
+    Bd = dense_basis(b, 2 * m.n)
+    rigid = np.repeat(b.vertex_body >= 0, 2)
+    M = np.diag(np.where(rigid, np.repeat(m.mass, 2), 0.0))
+    r, c, v = b.reduced_mass(m.mass)
+    Mq = np.zeros((b.n_q, b.n_q))
+    np.add.at(Mq, (r, c), v)
+    np.testing.assert_allclose(Mq, Bd.T @ M @ Bd, rtol=1e-12, atol=1e-15)
+
+
+def test_the_anchors_read_the_affine_map_of_any_point_of_the_range():
+    m = mixed_model()
+    b = m.basis
+    q = np.random.default_rng(3).normal(size=b.n_q)
+    x = b.expand(q)
+    np.testing.assert_allclose(b.affine(x), b.affine_fit(x), atol=1e-12)
+    assert len(np.unique(b.anchors[0])) == 3
+
+
 def test_reduction_by_sorting_matches_the_table(monkeypatch):
     """Group pairs are numbered through a table when few, by sorting when many."""
     import solver.basis
@@ -120,3 +141,37 @@ def test_kind_is_validated_and_round_trips_through_json():
     data["bodies"][0]["kind"] = "solid"
     with pytest.raises(SolverInputError, match="kind"):
         scene_from_dict(data)
+
+
+def test_a_rigid_body_starts_with_the_affine_part_of_its_velocity():
+    scene = contact_scene()
+    A, B = scene.bodies
+    n = len(A.vertices)
+    v = np.random.default_rng(4).normal(size=(n, 2))
+    m = build_model(replace(scene, bodies=(replace(A, kind="rigid", velocity=v), B)))
+    s = m.body_slices[0]
+    X = np.column_stack([m.rest[s], np.ones(n)])
+    fitted = X @ np.linalg.lstsq(X, v, rcond=None)[0]  # the least-squares affine velocity field
+    np.testing.assert_allclose(m.velocity[s], fitted, atol=1e-12)
+    np.testing.assert_array_equal(m.velocity[m.body_slices[1]], 0.0)
+
+
+def test_a_turning_step_ends_on_a_rotation_and_keeps_its_stretch_and_shift():
+    m = mixed_model()
+    b = m.basis
+    x = m.rest.copy()
+    phi = 0.3
+    R = np.array([[np.cos(phi), -np.sin(phi)], [np.sin(phi), np.cos(phi)]])
+    q = b.coords(x)
+    A = b.affine(x)[0]
+    dq = np.zeros(b.n_q)
+    W = np.array([[0.0, -np.tan(phi)], [np.tan(phi), 0.0]])
+    dq[b.a_dofs[0]] = (W @ A).ravel()  # the linearized rotation by phi: (I + W) A
+    dq[b.a_dofs[0, 0] + 2] = 0.1  # and a shift of p
+    turned = b.rotation_corrected(x, dq)
+    A1 = b.affine(b.expand(q + turned))[0]
+    np.testing.assert_allclose(A1, R @ A, atol=1e-12)
+    assert turned[b.a_dofs[0, 0] + 2] == 0.1
+    stretch = np.zeros(b.n_q)
+    stretch[b.a_dofs[0]] = (np.diag([0.01, -0.02]) @ A).ravel()  # no turn: unchanged
+    np.testing.assert_allclose(b.rotation_corrected(x, stretch), stretch, atol=1e-15)

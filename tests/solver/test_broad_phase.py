@@ -115,3 +115,29 @@ def test_empty_inputs():
     for args in ((z, z, one, one), (one, one, z, z)):
         pi, ei = candidates(*args)
         assert len(pi) == 0 and len(ei) == 0
+
+
+def test_the_candidate_cache_answers_as_a_full_search_while_boxes_move():
+    """Queries inside the reference boxes (small moves) and outside them
+    (a big move: a new full search) give the full search's pairs, in its order."""
+    from solver.broad_phase import CandidateCache
+
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0, 10, (400, 2))
+    edges = rng.integers(0, 400, (300, 2))
+    pts = np.arange(400)
+    cache = CandidateCache()
+    full_searches = 0
+    for move in (0.0, 0.01, 0.02, 0.5, 0.01, 3.0, 0.0):
+        x1 = x + rng.normal(scale=move, size=x.shape)
+        plo, phi = point_boxes(x[pts], x1[pts], 0.1)
+        elo, ehi = edge_boxes(x, x1, edges)
+        before = cache._reference
+        got = cache.pairs(plo, phi, elo, ehi, (0.2, np.full((len(elo), 1), 0.1)))
+        full_searches += cache._reference is not before
+        want = candidates(plo, phi, elo, ehi)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert {(int(i), int(j)) for i, j in zip(*got, strict=True)} == brute_pairs(plo, phi, elo, ehi)
+        x = x1
+    assert 2 <= full_searches < 7  # the small moves are answered from the list
