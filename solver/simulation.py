@@ -72,7 +72,7 @@ class StepStats:
     substeps: int = 1
     motion_unresolved: int = 0
     # (sub)steps whose Newton solve did not converge, taken again as two halves
-    # (docs/design/14-step-motion-check.md, "A step that did not converge")
+    # (docs/design/14-step-motion-check.md)
     failure_splits: int = 0
     broken_links: tuple[str, ...] = ()  # the links whose force passed break_force in this step
 
@@ -257,7 +257,8 @@ class Simulation:
 
         The step's straight motion is checked (solver/motion_check.py): where a
         primitive would pass through another, the step is taken again as two
-        halves, recursively (docs/design/14-step-motion-check.md)."""
+        halves, recursively; so is a step whose Newton solve did not converge,
+        once (docs/design/14-step-motion-check.md)."""
         t_start = _time.perf_counter()
         h = self.params.dt if dt is None else dt
         tally = _MotionTally()

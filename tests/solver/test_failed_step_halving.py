@@ -1,7 +1,6 @@
 """A time step whose Newton solve does not converge is taken again as two
 halves, and a half that fails again is kept as it is
-(solver/simulation.py ``Simulation._advance``; docs/design/14-step-motion-check.md,
-"A step that did not converge")."""
+(solver/simulation.py ``Simulation._advance``; docs/design/14-step-motion-check.md)."""
 
 import warnings
 
