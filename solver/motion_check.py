@@ -29,14 +29,14 @@ class MotionCheckSettings:
     """enabled: check every step's straight motion; max_depth: how many times
     a step whose motion crosses is split in halves (at most 2**max_depth
     substeps); a substep still crossing at that depth is kept and reported.
-    failed_splits: how many halvings in a row a solve that did not converge
-    gets (its motion crossing or not): a half that fails again after that
+    failed_splits: how many halvings a solve that did not converge gets on
+    its way (its motion crossing or not): a part that fails again after that
     many is kept as it is (its crossings reported), since halving did not
     help it converge."""
 
     enabled: bool = True
     max_depth: int = 4
-    failed_splits: int = 1
+    failed_splits: int = 2
 
 
 def crossing_stencils(model, x0, x1):
