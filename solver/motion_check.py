@@ -28,10 +28,15 @@ from .contacts import candidate_stencils
 class MotionCheckSettings:
     """enabled: check every step's straight motion; max_depth: how many times
     a step whose motion crosses is split in halves (at most 2**max_depth
-    substeps); a substep still crossing at that depth is kept and reported."""
+    substeps); a substep still crossing at that depth is kept and reported.
+    failed_splits: how many halvings a solve that did not converge gets on
+    its way (its motion crossing or not): a part that fails again after that
+    many is kept as it is (its crossings reported), since halving did not
+    help it converge."""
 
     enabled: bool = True
     max_depth: int = 4
+    failed_splits: int = 2
 
 
 def crossing_stencils(model, x0, x1):

@@ -73,6 +73,9 @@ class StepStats:
     motion_splits: int = 0
     substeps: int = 1
     motion_unresolved: int = 0
+    # (sub)steps whose Newton solve did not converge, taken again as two halves
+    # (docs/design/14-step-motion-check.md)
+    failure_splits: int = 0
     broken_links: tuple[str, ...] = ()  # the links whose force passed break_force in this step
     # sleeping bodies (solver/sleep.py): asleep, woken, put to sleep, energy dropped, probe speed
     sleep: SleepReport = dataclasses.field(default_factory=SleepReport)
@@ -153,9 +156,11 @@ class _MotionTally:
     """What the motion check did during one step (see StepStats)."""
 
     splits: int = 0
+    failure_splits: int = 0
     substeps: int = 0
     unresolved: int = 0
     first_unresolved: str = ""
+    unresolved_depth: int = 0  # the deepest halving among the unresolved substeps
     rejected_iters: int = 0  # Newton iterations of the solves split afterwards
 
 
@@ -268,7 +273,8 @@ class Simulation:
 
         The step's straight motion is checked (solver/motion_check.py): where a
         primitive would pass through another, the step is taken again as two
-        halves, recursively (docs/design/14-step-motion-check.md)."""
+        halves, recursively; so is a step whose Newton solve did not converge,
+        once (docs/design/14-step-motion-check.md)."""
         t_start = _time.perf_counter()
         h = self.params.dt if dt is None else dt
         tally = _MotionTally()
@@ -296,10 +302,12 @@ class Simulation:
         self.link_active = self.link_active & ~broken
         return tuple(m.links.names[i] for i in np.flatnonzero(broken))
 
-    def _advance(self, h, t_next, depth, tally):
+    def _advance(self, h, t_next, depth, tally, failed=0):
         """Move the state to time t_next (h after it): one solve, or two of h / 2
-        when the solve's straight motion crosses (depth: halvings so far).
-        Returns (the solves' merged _Solved, the end state's _Summary)."""
+        when the solve's straight motion crosses or it did not converge
+        (depth: halvings so far; failed: of them, those after a solve that
+        did not converge).  Returns (the solves' merged _Solved, the
+        end state's _Summary)."""
         rewind = (self.kappa, self.kappa_balanced, self._newton.start_projected)
         solved = self._solve(h, t_next)
         while self._sleep.enabled and self._sleep.touched(
@@ -311,18 +319,34 @@ class Simulation:
             self._state_stencils = None  # the contacts among the woken bodies were not kept
             solved = self._solve(h, t_next, again=True)
         crossing = self._motion_crossings(solved.x_prev, solved.x)
-        if len(crossing) and depth < self.settings.motion.max_depth:
-            tally.splits += 1
+        if self._split(solved, crossing, depth, failed):
+            if solved.converged:
+                tally.splits += 1
+            else:
+                tally.failure_splits += 1
             tally.rejected_iters += solved.iters
             self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
-            first, _ = self._advance(0.5 * h, self.time + 0.5 * h, depth + 1, tally)
-            second, summary = self._advance(0.5 * h, t_next, depth + 1, tally)
+            failed += not solved.converged
+            first, _ = self._advance(0.5 * h, self.time + 0.5 * h, depth + 1, tally, failed)
+            second, summary = self._advance(0.5 * h, t_next, depth + 1, tally, failed)
             return first.merged(second), summary
         tally.substeps += 1
         if len(crossing):
             tally.unresolved += 1
+            tally.unresolved_depth = max(tally.unresolved_depth, depth)
             tally.first_unresolved = tally.first_unresolved or motion_check.describe(self.model, crossing)
         return solved, self._commit(solved, h, t_next)
+
+    def _split(self, solved, crossing, depth, failed):
+        """Whether a solve is taken again as two halves: its motion crosses or it
+        did not converge, within max_depth halvings; a solve that did not converge
+        after failed_splits such halvings on its way is kept (halving did not help)."""
+        s = self.settings.motion
+        if depth >= s.max_depth:
+            return False
+        if not solved.converged:
+            return failed < s.failed_splits
+        return len(crossing) > 0  # (none when the check is off)
 
     def _motion_crossings(self, x0, x1):
         """(k, 3) stencils meeting along the straight motion x0 -> x1 (none when the check is off,
@@ -568,7 +592,7 @@ class Simulation:
         message = solved.message
         if tally.unresolved:
             note = (
-                f"motion check: {tally.unresolved} substep(s) of dt/{2**self.settings.motion.max_depth} "
+                f"motion check: {tally.unresolved} substep(s) (down to dt/{2**tally.unresolved_depth}) "
                 f"still cross ({tally.first_unresolved}); use a smaller time step"
             )
             message = f"{message}; {note}" if message else note
@@ -592,6 +616,7 @@ class Simulation:
             motion_splits=tally.splits,
             substeps=tally.substeps,
             motion_unresolved=tally.unresolved,
+            failure_splits=tally.failure_splits,
             broken_links=broken,
             sleep=self._sleep_report,
             unknowns=solved.unknowns,
