@@ -166,3 +166,17 @@ def make_mesh_object(name, verts, faces=(), edges=(), location=(0, 0, 0), role="
     bpy.context.scene.collection.objects.link(obj)
     obj.ipc.role = role
     return obj
+
+
+def pinned_block(side):
+    """A 2 x 2 quad block of the given side on z = 0, glued in place: every vertex in its
+    pinned vertex group."""
+    t = np.linspace(-side / 2, side / 2, 3)
+    xs, zs = np.meshgrid(t, t + side / 2)
+    verts = np.column_stack([xs.ravel(), np.zeros(9), zs.ravel()])
+    quads = [(0, 1, 4, 3), (1, 2, 5, 4), (3, 4, 7, 6), (4, 5, 8, 7)]
+    obj = make_mesh_object("Block", verts, faces=quads)
+    group = obj.vertex_groups.new(name="glue")
+    group.add(list(range(len(obj.data.vertices))), 1.0, "REPLACE")
+    obj.ipc.pin_group = "glue"
+    return obj

@@ -5,7 +5,6 @@ smallest distance must not be positive. A normal bake gives no such warning."""
 
 import bpy
 import harness
-import numpy as np
 
 FPS, SUBSTEPS, N_FRAMES = 50, 2, 31  # dt = 0.01 s
 DHAT = 0.002
@@ -19,19 +18,6 @@ def setup_function():
 
 def teardown_function():
     harness.teardown()
-
-
-def _pinned_block():
-    """A 2 x 2 quad block on z = 0, glued in place: every vertex in its pinned vertex group."""
-    t = np.linspace(-BLOCK / 2, BLOCK / 2, 3)
-    xs, zs = np.meshgrid(t, t + BLOCK / 2)
-    verts = np.column_stack([xs.ravel(), np.zeros(9), zs.ravel()])
-    quads = [(0, 1, 4, 3), (1, 2, 5, 4), (3, 4, 7, 6), (4, 5, 8, 7)]
-    obj = harness.make_mesh_object("Block", verts, faces=quads)
-    group = obj.vertex_groups.new(name="glue")
-    group.add(list(range(len(obj.data.vertices))), 1.0, "REPLACE")
-    obj.ipc.pin_group = "glue"
-    return obj
 
 
 def _ceiling(stop=CEILING_STOP):
@@ -54,7 +40,7 @@ def _scene(stop=CEILING_STOP):
     scene = bpy.context.scene
     scene.render.fps, scene.render.fps_base = FPS, 1.0
     scene.frame_start, scene.frame_end = 1, N_FRAMES
-    block = _pinned_block()
+    block = harness.pinned_block(BLOCK)
     lid = _ceiling(stop)
     s = scene.ipc
     s.plane, s.substeps = "XZ", SUBSTEPS

@@ -22,18 +22,6 @@ def teardown_function():
     harness.teardown()
 
 
-def _pinned_block():
-    t = np.linspace(-BLOCK / 2, BLOCK / 2, 3)
-    xs, zs = np.meshgrid(t, t + BLOCK / 2)
-    verts = np.column_stack([xs.ravel(), np.zeros(9), zs.ravel()])
-    quads = [(0, 1, 4, 3), (1, 2, 5, 4), (3, 4, 7, 6), (4, 5, 8, 7)]
-    obj = harness.make_mesh_object("Block", verts, faces=quads)
-    group = obj.vertex_groups.new(name="glue")
-    group.add(list(range(9)), 1.0, "REPLACE")
-    obj.ipc.pin_group = "glue"
-    return obj
-
-
 def _mover(path):
     h = 0.05
     corners = [(-h, 0, -h), (h, 0, -h), (h, 0, h), (-h, 0, h)]
@@ -52,7 +40,7 @@ def _scene(path=PATH, refine=False):
     scene = bpy.context.scene
     scene.render.fps, scene.render.fps_base = FPS, 1.0
     scene.frame_start, scene.frame_end = 1, N_FRAMES
-    block = _pinned_block()
+    block = harness.pinned_block(BLOCK)
     _mover(path)
     s = scene.ipc
     s.plane, s.substeps, s.refine_crossing_frames = "XZ", SUBSTEPS, refine
