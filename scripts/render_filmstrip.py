@@ -318,7 +318,8 @@ PLOT_COLOR = (31, 119, 180)
 
 def diagnostics_plot(frames, series, width: int, row_h: int = 44) -> np.ndarray:
     """One strip per (label, values) in `series` over `frames` (F,): the label and the value
-    range on the left, the values as a polyline scaled to the strip on the right."""
+    range on the left, the values as a polyline scaled to the strip on the right. NaN values
+    (no value that frame) are left out of the range and break the line."""
     left, pad = 150, 6
     out = np.full((row_h * len(series), width, 3), 255, np.uint8)
     frames = np.asarray(frames, float)
@@ -326,17 +327,20 @@ def diagnostics_plot(frames, series, width: int, row_h: int = 44) -> np.ndarray:
     for k, (label, raw) in enumerate(series):
         y0 = k * row_h
         values = np.asarray(raw, float)
-        lo, hi = float(values.min()), float(values.max())
+        known = values[np.isfinite(values)]
+        lo, hi = (float(known.min()), float(known.max())) if known.size else (0.0, 0.0)
         hi = hi if hi - lo > 1e-12 else lo  # rounding noise (a lag of 1e-22 m) drawn flat
         draw_text(out, label, 4, y0 + pad)
         draw_text(out, f"{lo:.3g}-{hi:.3g}" if hi > lo else f"{lo:.3g}", 4, y0 + pad + 14)
         out[y0 + row_h - 1, left:] = 220  # a rule between the strips
         px = left + (frames - frames[0]) / span * (width - left - pad)
-        scaled = (values - lo) / (hi - lo) if hi > lo else np.full(len(values), 0.5)
+        scaled = (values - lo) / (hi - lo) if hi > lo else np.where(np.isnan(values), np.nan, 0.5)
         py = y0 + row_h - pad - scaled * (row_h - 2 * pad)
         points = np.column_stack([px, py])
-        if len(points) > 1:
-            draw_segments(out, np.stack([points[:-1], points[1:]], axis=1), PLOT_COLOR, width=2.0)
+        segments = np.stack([points[:-1], points[1:]], axis=1)
+        segments = segments[np.isfinite(segments).all(axis=(1, 2))]
+        if len(segments):
+            draw_segments(out, segments, PLOT_COLOR, width=2.0)
     return out
 
 
@@ -351,6 +355,9 @@ def scene_diagnostics(scene, first: int, last: int):
     for i, f in enumerate(frames):
         scene.frame_set(f)
         values[i] = [float(scene[name]) for name, _ in names]
+    for k, (name, _) in enumerate(names):
+        if name == "ipc_min_gap":  # -1 keys "no pair within the Contact Gap", not a distance
+            values[values[:, k] < 0, k] = np.nan
     return frames, [(label, values[:, k]) for k, (_, label) in enumerate(names)]
 
 

@@ -108,7 +108,7 @@ def test_a_second_bake_replaces_the_keys():
     np.testing.assert_array_equal(co[:, 0], [2.0, 3.0, 4.0])
 
 
-def test_the_film_strip_plot_draws_the_keyed_values():
+def _render_filmstrip():
     import sys
 
     sys.path.insert(0, str(harness.ROOT / "scripts"))
@@ -116,6 +116,11 @@ def test_the_film_strip_plot_draws_the_keyed_values():
         import render_filmstrip
     finally:
         sys.path.remove(str(harness.ROOT / "scripts"))
+    return render_filmstrip
+
+
+def test_the_film_strip_plot_draws_the_keyed_values():
+    render_filmstrip = _render_filmstrip()
     _scene()
     assert bpy.ops.ipc.bake(target="SELECTED") == {"FINISHED"}
     scene = bpy.context.scene
@@ -123,13 +128,28 @@ def test_the_film_strip_plot_draws_the_keyed_values():
     assert frames == list(range(2, N_FRAMES + 1)) and len(series) == len(NAMES)
     for (label, values), name in zip(series, NAMES, strict=True):
         co, _ = _keys(scene, name)
-        np.testing.assert_allclose(values, co[:, 1], err_msg=label)
+        keyed = np.where(co[:, 1] < 0, np.nan, co[:, 1]) if name == "ipc_min_gap" else co[:, 1]
+        np.testing.assert_allclose(values, keyed, err_msg=label)
     img = render_filmstrip.diagnostics_plot(frames, series, 400)
     assert img.shape == (44 * len(NAMES), 400, 3)
     # each strip has pixels of the plot's colour right of the labels
     blue = (img == render_filmstrip.PLOT_COLOR).all(axis=2)
     for k in range(len(NAMES)):
         assert blue[44 * k : 44 * (k + 1), 150:].any(), NAMES[k]
+
+
+def test_the_plot_leaves_frames_without_a_gap_out():
+    # "min gap" keys -1 on frames with no pair within the Contact Gap: a sentinel, not a
+    # distance, so it must neither stretch the strip's range nor be drawn.
+    render_filmstrip = _render_filmstrip()
+    img = render_filmstrip.diagnostics_plot(
+        [1, 2, 3, 4, 5], [("gap", [np.nan, np.nan, np.nan, 0.1, 0.2]), ("none", [np.nan] * 5)], 400
+    )
+    blue = (img == render_filmstrip.PLOT_COLOR).all(axis=2)
+    first_known_px = 150 + 3 / 4 * (400 - 150 - 6)
+    columns = np.flatnonzero(blue[:44].any(axis=0))
+    assert columns.size and columns.min() >= first_known_px - 2
+    assert not blue[44:].any()
 
 
 def test_delete_bake_removes_the_diagnostics_and_their_action():
