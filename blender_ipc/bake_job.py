@@ -74,6 +74,7 @@ class BakeStats:
     # their straight motion crossed, frames computed again with more substeps, and the frames
     # whose straight motion from the frame before still crosses (frame_motion.FrameCrossing)
     motion_splits: int = 0
+    failure_splits: int = 0  # solves that did not converge, taken again in halves
     refined_frames: int = 0
     slept_bodies: int = 0  # most bodies asleep at once (Deactivation; this job's frames only)
     crossings: list = field(default_factory=list)
@@ -288,6 +289,7 @@ class BakeJob:
             self.stats.newton_iters += st.newton_iters
             self.stats.min_distance = min(self.stats.min_distance, st.min_distance)
             self.stats.motion_splits += st.motion_splits
+            self.stats.failure_splits += st.failure_splits
             self.stats.slept_bodies = max(self.stats.slept_bodies, st.sleep.sleeping)
             lag = np.maximum(lag, st.collider_lags)
             dist = np.minimum(dist, st.animated_collider_distances)

@@ -85,6 +85,7 @@ def record(s, stats, note: str):
     s.stat_crossing_frames = compact_ranges([c.frame for c in stats.crossings])
     s.stat_crossing_warning = frame_crossing_warning(stats.crossings, s.substeps, s.refine_crossing_frames)
     s.stat_motion_splits = stats.motion_splits
+    s.stat_failure_splits = stats.failure_splits
     s.stat_refined_frames = stats.refined_frames
     s.stat_slept_bodies = stats.slept_bodies
     s.stat_notes = note
@@ -94,6 +95,9 @@ def draw_report(box, s):
     """The bake report's lines about motion (panel, under the distances)."""
     if s.stat_motion_splits:
         box.label(text=f"Steps split by the motion check: {s.stat_motion_splits}", icon="INFO")
+    if s.stat_failure_splits:
+        halved = f"Steps solved again in halves (did not converge): {s.stat_failure_splits}"
+        box.label(text=halved, icon="INFO")
     if s.stat_refined_frames:
         box.label(text=f"Frames computed again with more substeps: {s.stat_refined_frames}", icon="INFO")
     if s.stat_slept_bodies:

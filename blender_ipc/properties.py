@@ -458,6 +458,10 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
     stat_motion_splits: IntProperty(
         options={"HIDDEN"}, description="Steps of the last bake the solver split because their motion crossed"
     )
+    stat_failure_splits: IntProperty(
+        options={"HIDDEN"},
+        description="Times a step of the last bake did not converge and was solved again in two halves",
+    )
     stat_refined_frames: IntProperty(
         options={"HIDDEN"}, description="Frames of the last bake computed again with more substeps"
     )

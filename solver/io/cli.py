@@ -46,6 +46,7 @@ STAT_FIELDS = (
     "motion_splits",
     "substeps",
     "motion_unresolved",
+    "failure_splits",
 )
 # from StepStats.sleep (solver/sleep.py): bodies asleep at the end of each step
 SLEEP_FIELDS = ("sleeping",)
@@ -102,6 +103,7 @@ def trajectory_arrays(scene, traj):
     }
     stats = traj.stats
     counts = ("step", "newton_iters", "active_contacts", "motion_splits", "substeps", "motion_unresolved")
+    counts += ("failure_splits",)
     dtypes = dict.fromkeys(counts, np.int64) | {"converged": bool}
     for name in STAT_FIELDS:
         out[name] = np.array([getattr(s, name) for s in stats], dtype=dtypes.get(name, float))
@@ -285,12 +287,18 @@ def motion_check_lines(stats):
     """What the motion check did over a run, in words (none when it never fired)."""
     split = [s.step for s in stats if s.motion_splits]
     left = [s.step for s in stats if s.motion_unresolved]
+    halved = [s.step for s in stats if s.failure_splits]
     lines = []
     if split:
         substeps = sum(s.substeps for s in stats if s.motion_splits)
         lines.append(
             f"motion check: {len(split)} step(s) would have passed a body through another along "
             f"their straight motion and were taken in {substeps} substeps (steps {compact_ranges(split)})"
+        )
+    if halved:
+        lines.append(
+            f"{len(halved)} step(s) did not converge at full length and were taken again "
+            f"in halves (steps {compact_ranges(halved)})"
         )
     if left:
         lines.append(

@@ -120,3 +120,36 @@ def test_a_collider_that_stays_on_one_side_gives_no_warning():
     s = bpy.context.scene.ipc
     assert not [m for kind, m in reports if kind == {"WARNING"}], reports
     assert s.stat_crossing_frames == "" and s.stat_crossing_warning == ""
+
+
+def _landing_block(max_newton_iters):
+    """A 20 cm block dropped from 1 m at 10 frames per second, one substep: its landing step
+    needs about ten Newton iterations, each half of it fewer."""
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = 10, 1.0
+    scene.frame_start, scene.frame_end = 1, 12
+    t = np.linspace(-0.1, 0.1, 3)
+    xs, zs = np.meshgrid(t, t + 1.0)
+    verts = np.column_stack([xs.ravel(), np.zeros(9), zs.ravel()])
+    quads = [(0, 1, 4, 3), (1, 2, 5, 4), (3, 4, 7, 6), (4, 5, 8, 7)]
+    block = harness.make_mesh_object("Block", verts, faces=quads)
+    s = scene.ipc
+    s.plane, s.substeps, s.use_ground, s.max_newton_iters = "XZ", 1, True, max_newton_iters
+    bpy.context.view_layer.update()
+    block.select_set(True)
+
+
+def test_steps_solved_again_in_halves_are_reported():
+    _landing_block(200)
+    _bake()
+    assert bpy.context.scene.ipc.stat_failure_splits == 0
+    harness.teardown()
+    harness.setup()
+    _landing_block(8)  # the landing does not settle in 8 iterations at full length
+    _bake()
+    s = bpy.context.scene.ipc
+    assert s.stat_failure_splits >= 1
+    box = _Box()
+    harness.sub("frame_motion").draw_report(box, s)
+    label = f"Steps solved again in halves (did not converge): {s.stat_failure_splits}"
+    assert label in box.labels, box.labels

@@ -77,3 +77,18 @@ def test_a_stiff_crush_converges_at_the_default_settings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ninth = [once.step() for _ in range(9)][-1]
     assert not ninth.converged and ninth.substeps == 2
+
+
+def test_the_command_line_reports_the_halved_steps(tmp_path, capsys):
+    from solver.io import cli
+    from solver.io.scene_io import save_scene
+
+    save_scene(landing_square(10), tmp_path / "landing.json")
+    out = tmp_path / "landing.npz"
+    code = cli.main(["run", str(tmp_path / "landing.json"), "-o", str(out), "--steps", "2", "--quiet"])
+    assert code == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert "solver: 1 step(s) did not converge at full length and were taken again in halves (steps 1)" in err
+    d = cli.read_trajectory(out)
+    np.testing.assert_array_equal(d["failure_splits"], [1, 0])
+    assert d["failure_splits"].dtype.kind == "i"
