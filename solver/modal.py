@@ -288,6 +288,7 @@ class ModalBasis:
     tri_phi: np.ndarray
     tri_starts: np.ndarray  # (S,) each stiff body's first triangle among stiff_tris
     stiff_vertex: np.ndarray  # (N,) bool
+    row_starts: np.ndarray  # (S,) each stiff body's first row in phi (its rows are consecutive)
 
     @property
     def n_rigid(self):
@@ -306,9 +307,10 @@ class ModalBasis:
         out = np.zeros(self.n_q)
         plain = self.keep >= 0
         out[self.keep[plain]] = ga[plain]
-        on = ~plain
-        idx, valid = self._slots(self.stiff_of[on])
-        out += np.bincount(idx[valid], (self.phi[self.row_of[on]] * ga[on][:, None])[valid], self.n_q)
+        # the stiff DOFs, in inner order, are phi's rows in order: Phi_s^T g_s per body
+        per_body = np.add.reduceat(self.phi * ga[~plain][:, None], self.row_starts, axis=0)
+        idx, valid = self._slots(np.arange(len(self.first)))
+        out[idx[valid]] += per_body[valid]
         return out
 
     def expand(self, dq):
@@ -317,10 +319,9 @@ class ModalBasis:
         plain = self.keep >= 0
         da[plain] = dq[self.keep[plain]]
         on = ~plain
-        idx, valid = self._slots(self.stiff_of[on])
-        da[on] = np.einsum(
-            "dj,dj->d", self.phi[self.row_of[on]], np.where(valid, dq[np.where(valid, idx, 0)], 0.0)
-        )
+        idx, valid = self._slots(np.arange(len(self.first)))
+        coefficients = np.where(valid, dq[np.where(valid, idx, 0)], 0.0)  # (S, W), zero-padded
+        da[on] = np.einsum("dj,dj->d", self.phi, coefficients[self.stiff_of[on]])
         return da.reshape(-1, 2) if self.inner is None else self.inner.expand(da)
 
     def reduced_mass(self, mass):
@@ -379,8 +380,17 @@ class ModalBasis:
         of that, summed into one dense block per pair of stiff bodies)."""
         if self.inner is not None:
             rows, cols, vals = self.inner.reduce_triplets(rows, cols, vals)
-        sr, sc = self.stiff_of[rows], self.stiff_of[cols]
-        parts = [
+        sr = self.stiff_of[rows]
+        # diagonal entries on stiff DOFs (the inertia: most of them): Phi^T diag(d) Phi,
+        # one product per stiff body rather than the two passes below
+        diag = (rows == cols) & (sr >= 0)
+        d = np.bincount(self.row_of[rows[diag]], vals[diag], len(self.phi))
+        blocks = _grouped_products(self.phi * d[:, None], self.phi, self.row_starts)
+        body = np.arange(len(self.first))
+        parts = [self._block_triplets(body, body, blocks)]
+        rows, cols, vals, sr = rows[~diag], cols[~diag], vals[~diag], sr[~diag]
+        sc = self.stiff_of[cols]
+        parts += [
             (
                 self.keep[rows[(sr < 0) & (sc < 0)]],
                 self.keep[cols[(sr < 0) & (sc < 0)]],
@@ -415,18 +425,19 @@ class ModalBasis:
         order = np.argsort(pair_keys, kind="stable")
         pairs, starts = np.unique(pair_keys[order], return_index=True)
         blocks = _grouped_products(self.phi[self.row_of[yr[st][order]]], Y[st][order], starts)
-        a, b = pairs // S, pairs % S
+        parts.append(self._block_triplets(pairs // S, pairs % S, blocks))
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+    def _block_triplets(self, a, b, blocks):
+        """Triplets of the dense blocks (G, W, W) between stiff bodies a and b (G,)."""
         ia, va = self._slots(a)
         ib, vb = self._slots(b)
         valid = va[:, :, None] & vb[:, None, :]
-        parts.append(
-            (
-                np.broadcast_to(ia[:, :, None], blocks.shape)[valid],
-                np.broadcast_to(ib[:, None, :], blocks.shape)[valid],
-                blocks[valid],
-            )
+        return (
+            np.broadcast_to(ia[:, :, None], blocks.shape)[valid],
+            np.broadcast_to(ib[:, None, :], blocks.shape)[valid],
+            blocks[valid],
         )
-        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
 
 def _grouped_products(P, Y, starts):
@@ -434,6 +445,8 @@ def _grouped_products(P, Y, starts):
     starts (G,): one matrix product per group (pairs of stiff bodies: one per
     body and per pair in contact), not an outer product per row."""
     ends = np.append(starts[1:], len(P))
+    if len(starts) == 0:  # no entry between stiff bodies (free flight)
+        return np.zeros((0, P.shape[1], P.shape[1]))
     return np.stack([P[s:e].T @ Y[s:e] for s, e in zip(starts, ends, strict=True)])
 
 
@@ -503,6 +516,7 @@ def build_modal_basis(inner, model_parts, stiff, modes):
         phi[tri_rows],
         np.flatnonzero(np.diff(tri_body, prepend=-1)),
         stiff_vertex,
+        np.concatenate([[0], np.cumsum([len(d) for d in dof_lists])[:-1]]).astype(np.intp),
     )
 
 
