@@ -41,7 +41,7 @@ MAX_MODES = 32  # per body (validation)
 ITERATION_TOL = 1e-10  # inverse iteration: relative change of the k eigenvalues
 MAX_ITERATIONS = 200
 DERIVATIVE_MODES = 6  # modal derivatives of every pair among this many lowest modes: 21 columns
-DERIVATIVE_STEP = 1e-4  # their Hessian differences: largest vertex step / body size
+DERIVATIVE_STEP = 1e-4  # their Hessian differences: largest vertex step / smallest triangle height
 RANK_TOL = 1e-8  # a derivative direction below this (relative) is dependent and dropped
 
 
@@ -202,8 +202,11 @@ def _derivative_loads(body, phi):
     """(2n, d(d+1)/2): the loads -(dK/d eta_j) phi_i, i <= j, of the d modes
     phi, whose static responses are their modal derivatives: dK/d eta_j by
     central differences of the element Hessians along phi_j (a step moving
-    no vertex more than DERIVATIVE_STEP of the body's size)."""
-    size = float(np.ptp(body.rest, axis=0).max())
+    no vertex more than DERIVATIVE_STEP of the body's smallest triangle
+    height: strains of 1e-4 at most, so that no sliver inverts)."""
+    corners = body.rest[body.dofs[:, 0::2] // 2]  # (m, 3, 2)
+    longest = np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2).max(axis=1)
+    size = float((2.0 * body.el.area / longest).min())
     per_element = phi[body.dofs]  # (m, 6, d)
     loads = []
     for j in range(phi.shape[1]):  # once per mode, at scene setup
