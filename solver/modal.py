@@ -40,6 +40,9 @@ DENSE_DOFS = 400  # bodies with at most this many DOFs get their modes by dense 
 MAX_MODES = 32  # per body (validation)
 ITERATION_TOL = 1e-10  # inverse iteration: relative change of the k eigenvalues
 MAX_ITERATIONS = 200
+DERIVATIVE_MODES = 6  # modal derivatives of every pair among this many lowest modes: 21 columns
+DERIVATIVE_STEP = 1e-4  # their Hessian differences: largest vertex step / smallest triangle height
+RANK_TOL = 1e-8  # a derivative direction below this (relative) is dependent and dropped
 
 
 def affine_columns(X):
@@ -53,44 +56,109 @@ def affine_columns(X):
     return U
 
 
+@dataclass(frozen=True)
+class _RestBody:
+    """A body's elasticity linearized at rest: element Hessians H (m, 6, 6) on
+    its DOFs dofs (m, 6), lumped DOF masses m (2n,), affine columns U (2n, 6),
+    and the elements el and rest positions (n, 2) the Hessians come from."""
+
+    el: object
+    rest: np.ndarray
+    H: np.ndarray
+    dofs: np.ndarray
+    m: np.ndarray
+    U: np.ndarray
+
+
+def _rest_body(rest, tris, mu, lam, mass):
+    el = elasticity.make_elements(rest, tris, 1.0, 0.0)
+    el = dataclasses.replace(el, mu=np.asarray(mu, float), lam=np.asarray(lam, float))
+    return _RestBody(
+        el,
+        rest,
+        elasticity.hessian(el, rest, project=False),
+        (2 * tris[:, :, None] + np.arange(2)).reshape(-1, 6),
+        np.repeat(np.asarray(mass, float), 2),
+        affine_columns(rest - rest.mean(axis=0)),
+    )
+
+
 def elastic_modes(rest, tris, mu, lam, mass, k):
     """(phi (2n, k), lambdas (k,)): the k lowest eigenpairs of K phi = lambda M phi
     for a body (rest (n, 2), tris (m, 3) local, Lame mu/lam (m,), lumped vertex
     masses (n,)) on the M-orthogonal complement of its affine span: phi^T M phi = I,
     U^T M phi = 0.  k is clipped to the 2n - 6 modes there are."""
-    n = len(rest)
-    k = int(min(k, 2 * n - 6))
-    el = elasticity.make_elements(rest, tris, 1.0, 0.0)
-    el = dataclasses.replace(el, mu=np.asarray(mu, float), lam=np.asarray(lam, float))
-    H = elasticity.hessian(el, rest, project=False)
-    dofs = (2 * tris[:, :, None] + np.arange(2)).reshape(-1, 6)
-    m = np.repeat(np.asarray(mass, float), 2)
-    U = affine_columns(rest - rest.mean(axis=0))
+    body = _rest_body(rest, tris, mu, lam, mass)
+    k = int(min(k, len(body.m) - 6))
     if k <= 0:
-        return np.zeros((2 * n, 0)), np.zeros(0)
-    if 2 * n <= DENSE_DOFS:
-        return _dense_modes(H, dofs, m, U, k)
-    return _iterated_modes(H, dofs, m, U, k)
+        return np.zeros((len(body.m), 0)), np.zeros(0)
+    phi, lams, _ = _modes(body, k)
+    return phi, lams
 
 
-def _dense_modes(H, dofs, m, U, k):
+def elastic_basis(rest, tris, mu, lam, mass, k):
+    """(2n, k + r): a stiff body's elastic columns, its k lowest modes
+    (:func:`elastic_modes`) followed by r M-orthonormal directions spanning
+    the modal derivatives of every pair among its lowest min(k,
+    DERIVATIVE_MODES) modes, all M-orthogonal to the affine span and to each
+    other; r <= 2n - 6 - k (dependent directions are dropped).
+
+    A modal derivative (Barbic and James 2005) is the static response
+    K psi_ij = -(dK/d eta_j) phi_i: the shape a body takes to second order
+    when modes i and j are large.  Linear modes describe small motions about
+    the rest shape; a body squashed by a quarter (the tutorial's soft square
+    on landing) deforms through shapes they do not span, and without these
+    columns rebounds several per cent higher than the deformable body."""
+    body = _rest_body(rest, tris, mu, lam, mass)
+    n2 = len(body.m)
+    k = int(min(k, n2 - 6))
+    if k <= 0:
+        return np.zeros((n2, 0))
+    phi, _, static = _modes(body, k)
+    if k == n2 - 6:
+        return phi
+    loads = _derivative_loads(body, phi[:, : min(k, DERIVATIVE_MODES)])
+    extra = _m_orthonormal_beyond(static(loads), np.hstack([body.U, phi]), body.m)
+    return np.hstack([phi, extra[:, : n2 - 6 - k]])
+
+
+def _modes(body, k):
+    """(phi, lambdas, static): the k modes and the static solve on the
+    complement of the affine span, F (2n, p) -> psi with K psi = F - M U mu,
+    U^T M psi = 0 (a free body's loads balanced by its affine inertia)."""
+    if len(body.m) <= DENSE_DOFS:
+        return _dense_modes(body, k)
+    return _iterated_modes(body, k)
+
+
+def _dense_modes(body, k):
     """The modes by one dense symmetric eigensolve of
-    L = M^-1/2 K M^-1/2 with the (scaled) affine span Q shifted to the top."""
+    L = M^-1/2 K M^-1/2 with the (scaled) affine span Q shifted to the top;
+    the static solve from the same eigenpairs (every one of the complement's)."""
+    m, U = body.m, body.U
     n2 = len(m)
     K = np.zeros((n2, n2))
-    np.add.at(K, (dofs[:, :, None], dofs[:, None, :]), H)
+    np.add.at(K, (body.dofs[:, :, None], body.dofs[:, None, :]), body.H)
     s = 1.0 / np.sqrt(m)
     L = K * s[:, None] * s[None, :]
     Q, _ = np.linalg.qr(U * np.sqrt(m)[:, None])
     P = np.eye(n2) - Q @ Q.T
     shift = 2.0 * np.trace(L) + 1.0  # above every eigenvalue of L (PSD, trace bounds them)
     lam, Y = np.linalg.eigh(P @ L @ P + shift * (Q @ Q.T))
-    return Y[:, :k] * s[:, None], lam[:k]
+    Yc, lam_c = Y[:, : n2 - 6], lam[: n2 - 6]  # the complement's (the affine span's are on top)
+
+    def static(F):
+        return s[:, None] * (Yc @ ((Yc.T @ (s[:, None] * F)) / lam_c[:, None]))
+
+    return Y[:, :k] * s[:, None], lam[:k], static
 
 
-def _iterated_modes(H, dofs, m, U, k):
+def _iterated_modes(body, k):
     """The modes by block inverse iteration on (K + s M) restricted to the
-    M-orthogonal complement of the affine span, with Rayleigh-Ritz (large bodies)."""
+    M-orthogonal complement of the affine span, with Rayleigh-Ritz (large
+    bodies); the static solve is the same constrained inverse (its shift s,
+    1e-6 of the stiffness, changes a static response by as little)."""
+    H, dofs, m, U = body.H, body.dofs, body.m, body.U
     n2 = len(m)
     rows = np.repeat(dofs, 6, axis=1).ravel()
     cols = np.tile(dofs, (1, 6)).ravel()
@@ -102,14 +170,14 @@ def _iterated_modes(H, dofs, m, U, k):
         n2,
     )
     Um = U * m[:, None]
-    # the inverse on the complement: y = (K + s M)^-1 (M v - M U mu) with mu
+    # the inverse on the complement: y = (K + s M)^-1 (F - M U mu) with mu
     # such that U^T M y = 0 (the constrained problem's own inverse, not a
     # projection of the unconstrained one, whose fixed points are not its modes)
     Z = shifted.solve(Um)
     S = np.linalg.inv(Um.T @ Z)
 
-    def inverse(V):
-        Y = shifted.solve(m[:, None] * V)
+    def static(F):
+        Y = shifted.solve(F)
         return Y - Z @ (S @ (Um.T @ Y))
 
     K_times = _product(rows, cols, H.ravel(), n2)
@@ -117,7 +185,7 @@ def _iterated_modes(H, dofs, m, U, k):
     V = np.random.default_rng(0).standard_normal((n2, p))
     previous = None
     for _ in range(MAX_ITERATIONS):
-        V = inverse(V)
+        V = static(m[:, None] * V)
         Kr = V.T @ K_times(V)
         Mr = V.T @ (m[:, None] * V)
         lam, W = _generalized_eigh(Kr, Mr)
@@ -127,7 +195,46 @@ def _iterated_modes(H, dofs, m, U, k):
         ):
             break
         previous = lam[:k]
-    return V[:, :k], lam[:k]
+    return V[:, :k], lam[:k], static
+
+
+def _derivative_loads(body, phi):
+    """(2n, d(d+1)/2): the loads -(dK/d eta_j) phi_i, i <= j, of the d modes
+    phi, whose static responses are their modal derivatives: dK/d eta_j by
+    central differences of the element Hessians along phi_j (a step moving
+    no vertex more than DERIVATIVE_STEP of the body's smallest triangle
+    height: strains of 1e-4 at most, so that no sliver inverts)."""
+    corners = body.rest[body.dofs[:, 0::2] // 2]  # (m, 3, 2)
+    longest = np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2).max(axis=1)
+    size = float((2.0 * body.el.area / longest).min())
+    per_element = phi[body.dofs]  # (m, 6, d)
+    loads = []
+    for j in range(phi.shape[1]):  # once per mode, at scene setup
+        step = DERIVATIVE_STEP * size / float(np.abs(phi[:, j]).max())
+        dx = (step * phi[:, j]).reshape(-1, 2)
+        dH = elasticity.hessian(body.el, body.rest + dx, project=False)
+        dH -= elasticity.hessian(body.el, body.rest - dx, project=False)
+        f = -np.matmul(dH, per_element[:, :, : j + 1]) / (2.0 * step)  # (m, 6, j + 1)
+        out = np.zeros((len(body.m), j + 1))
+        np.add.at(out, body.dofs.ravel(), f.reshape(-1, j + 1))
+        loads.append(out)
+    return np.hstack(loads)
+
+
+def _m_orthonormal_beyond(D, C, m):
+    """M-orthonormal columns spanning the part of span(D) M-orthogonal to
+    span(C), largest first; a column of D (nearly) in span(C), or dependent
+    on the others below RANK_TOL, adds none."""
+    before = np.sqrt(np.einsum("ij,ij->j", D, m[:, None] * D))
+    MC = m[:, None] * C
+    D = D - C @ np.linalg.solve(C.T @ MC, MC.T @ D)
+    after = np.sqrt(np.einsum("ij,ij->j", D, m[:, None] * D))
+    keep = after > RANK_TOL * before
+    if not np.any(keep):
+        return np.zeros((len(m), 0))
+    root = np.sqrt(m)[:, None]
+    W, sv, _ = np.linalg.svd(root * (D[:, keep] / after[keep]), full_matrices=False)
+    return W[:, sv > RANK_TOL * sv[0]] / root
 
 
 def _product(rows, cols, vals, n):
@@ -184,6 +291,7 @@ class ModalBasis:
     tri_phi: np.ndarray
     tri_starts: np.ndarray  # (S,) each stiff body's first triangle among stiff_tris
     stiff_vertex: np.ndarray  # (N,) bool
+    row_starts: np.ndarray  # (S,) each stiff body's first row in phi (its rows are consecutive)
 
     @property
     def n_rigid(self):
@@ -202,9 +310,10 @@ class ModalBasis:
         out = np.zeros(self.n_q)
         plain = self.keep >= 0
         out[self.keep[plain]] = ga[plain]
-        on = ~plain
-        idx, valid = self._slots(self.stiff_of[on])
-        out += np.bincount(idx[valid], (self.phi[self.row_of[on]] * ga[on][:, None])[valid], self.n_q)
+        # the stiff DOFs, in inner order, are phi's rows in order: Phi_s^T g_s per body
+        per_body = np.add.reduceat(self.phi * ga[~plain][:, None], self.row_starts, axis=0)
+        idx, valid = self._slots(np.arange(len(self.first)))
+        out[idx[valid]] += per_body[valid]
         return out
 
     def expand(self, dq):
@@ -213,10 +322,9 @@ class ModalBasis:
         plain = self.keep >= 0
         da[plain] = dq[self.keep[plain]]
         on = ~plain
-        idx, valid = self._slots(self.stiff_of[on])
-        da[on] = np.einsum(
-            "dj,dj->d", self.phi[self.row_of[on]], np.where(valid, dq[np.where(valid, idx, 0)], 0.0)
-        )
+        idx, valid = self._slots(np.arange(len(self.first)))
+        coefficients = np.where(valid, dq[np.where(valid, idx, 0)], 0.0)  # (S, W), zero-padded
+        da[on] = np.einsum("dj,dj->d", self.phi, coefficients[self.stiff_of[on]])
         return da.reshape(-1, 2) if self.inner is None else self.inner.expand(da)
 
     def reduced_mass(self, mass):
@@ -275,8 +383,17 @@ class ModalBasis:
         of that, summed into one dense block per pair of stiff bodies)."""
         if self.inner is not None:
             rows, cols, vals = self.inner.reduce_triplets(rows, cols, vals)
-        sr, sc = self.stiff_of[rows], self.stiff_of[cols]
-        parts = [
+        sr = self.stiff_of[rows]
+        # diagonal entries on stiff DOFs (the inertia: most of them): Phi^T diag(d) Phi,
+        # one product per stiff body rather than the two passes below
+        diag = (rows == cols) & (sr >= 0)
+        d = np.bincount(self.row_of[rows[diag]], vals[diag], len(self.phi))
+        blocks = _grouped_products(self.phi * d[:, None], self.phi, self.row_starts)
+        body = np.arange(len(self.first))
+        parts = [self._block_triplets(body, body, blocks)]
+        rows, cols, vals, sr = rows[~diag], cols[~diag], vals[~diag], sr[~diag]
+        sc = self.stiff_of[cols]
+        parts += [
             (
                 self.keep[rows[(sr < 0) & (sc < 0)]],
                 self.keep[cols[(sr < 0) & (sc < 0)]],
@@ -311,18 +428,19 @@ class ModalBasis:
         order = np.argsort(pair_keys, kind="stable")
         pairs, starts = np.unique(pair_keys[order], return_index=True)
         blocks = _grouped_products(self.phi[self.row_of[yr[st][order]]], Y[st][order], starts)
-        a, b = pairs // S, pairs % S
+        parts.append(self._block_triplets(pairs // S, pairs % S, blocks))
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+    def _block_triplets(self, a, b, blocks):
+        """Triplets of the dense blocks (G, W, W) between stiff bodies a and b (G,)."""
         ia, va = self._slots(a)
         ib, vb = self._slots(b)
         valid = va[:, :, None] & vb[:, None, :]
-        parts.append(
-            (
-                np.broadcast_to(ia[:, :, None], blocks.shape)[valid],
-                np.broadcast_to(ib[:, None, :], blocks.shape)[valid],
-                blocks[valid],
-            )
+        return (
+            np.broadcast_to(ia[:, :, None], blocks.shape)[valid],
+            np.broadcast_to(ib[:, None, :], blocks.shape)[valid],
+            blocks[valid],
         )
-        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
 
 def _grouped_products(P, Y, starts):
@@ -330,6 +448,8 @@ def _grouped_products(P, Y, starts):
     starts (G,): one matrix product per group (pairs of stiff bodies: one per
     body and per pair in contact), not an outer product per row."""
     ends = np.append(starts[1:], len(P))
+    if len(starts) == 0:  # no entry between stiff bodies (free flight)
+        return np.zeros((0, P.shape[1], P.shape[1]))
     return np.stack([P[s:e].T @ Y[s:e] for s, e in zip(starts, ends, strict=True)])
 
 
@@ -351,7 +471,7 @@ def build_modal_basis(inner, model_parts, stiff, modes):
         local = rest[s]
         mine = (elements.tris[:, 0] >= s.start) & (elements.tris[:, 0] < s.stop)
         tris = elements.tris[mine] - s.start
-        phi, _ = elastic_modes(local, tris, elements.mu[mine], elements.lam[mine], mass[s], modes[b])
+        phi = elastic_basis(local, tris, elements.mu[mine], elements.lam[mine], mass[s], modes[b])
         body_mass = float(mass[s].sum())
         columns.append(
             np.column_stack([affine_columns(local - local.mean(axis=0)), phi * np.sqrt(body_mass)])
@@ -399,6 +519,7 @@ def build_modal_basis(inner, model_parts, stiff, modes):
         phi[tri_rows],
         np.flatnonzero(np.diff(tri_body, prepend=-1)),
         stiff_vertex,
+        np.concatenate([[0], np.cumsum([len(d) for d in dof_lists])[:-1]]).astype(np.intp),
     )
 
 
