@@ -57,7 +57,8 @@ class IPC_ObjectSettings(bpy.types.PropertyGroup):
     modes: IntProperty(
         name="Modes",
         description="How many bending modes a stiff body has (its softest ways to bend, from its "
-        "shape and material): more bend more finely and cost more",
+        "shape and material), plus the shapes the 6 softest take when they bend far: more bend "
+        "more finely and cost more",
         default=6,
         min=1,
         max=32,
