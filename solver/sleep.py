@@ -1,6 +1,6 @@
 """Sleeping bodies (docs/design/18-sleeping.md): a contact island whose bodies
-have all stayed still for a number of steps, with their contacts unchanged,
-leaves Newton's system until something touches it.
+have all stayed still for a number of steps, with their contacts unchanged
+and without speeding up, leaves Newton's system until something touches it.
 
 A sleeping body is held where it is (its DOFs join Newton's fixed ones, its
 velocity is zero): to the awake bodies it is an obstacle like a collider, so
