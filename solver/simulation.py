@@ -423,9 +423,8 @@ class Simulation:
         converged, message = False, ""
         newton = self._newton_for(h)
         while True:
-            # the cap is per penalty round (SimParams.max_newton_iters): a collider held
-            # back by bodies that give way slowly needs up to penalty_rounds + 1 solves
-            res = newton.solve(ip, x, fixed, p.max_newton_iters, cs)
+            budget = p.max_newton_iters - total_iters
+            res = newton.solve(ip, x, fixed, budget, cs)
             x, cs, message = res.x, res.contacts, res.message
             total_iters += res.iterations
             min_alpha = min(min_alpha, res.min_alpha)
