@@ -336,6 +336,9 @@ class Sleep:
         owners), their distances d, and the point-edge stencils within dhat
         there; force (N, 2) the step's external force.  Returns the step's
         :class:`SleepReport`."""
+        if self.was_asleep is None and self.asleep.all():  # a settled scene's steps: nothing to count
+            self.keys = np.zeros(0, np.int64)
+            return SleepReport(self.n_bodies, 0, self.woke, 0.0, np.nan)
         a, b, d, stencils = contacts
         speed = np.hypot(v[:, 0], v[:, 1])
         on = self.vertex_body >= 0
