@@ -216,7 +216,7 @@ class SimParams:
         acting on it [-]: a Newton step can be tiny while a large force is
         unbalanced (static friction, stiff contact), so the step size alone
         cannot tell convergence (see newton.force_imbalance).
-    max_newton_iters: iteration cap per step (per penalty round).
+    max_newton_iters: iteration cap per step, shared by its penalty rounds.
     gravity: (2,) [m/s^2].
     strict: raise ConvergenceError when a step does not converge; otherwise
         the step's stats record converged=False and a warning is emitted.

@@ -206,10 +206,10 @@ class Simulation:
         self.mean_mass = float(m.mass[body].mean())
         self.gravity = np.asarray(p.gravity, float)
         # sleeping bodies (solver/sleep.py; off by default: then it holds nothing)
-        self._sleep = Sleep(m, s.sleep, p.newton_tol, float(np.hypot(*self.gravity)) or 9.81)
+        self._sleep = Sleep(m, s.sleep, p, float(np.hypot(*self.gravity)) or 9.81)
         self._sleep_report = SleepReport()
         self._step_force = None  # the (sub)step's external force per vertex, for sleeping
-        self._end_contacts = None  # owner pairs within dhat at the state, for sleeping
+        self._end_contacts = None  # pairs within dhat at the state, for sleeping (Sleep.end_step)
         self.timers = Timers()  # seconds per stage, for benchmarks
         # the broad phase's pairs, reused while they cover the motion
         self._candidates = CandidateCache()
@@ -583,7 +583,7 @@ class Simulation:
             settings = self.settings.barrier_stiffness
             self.kappa = barrier_stiffness.stiffened(self.kappa, self.kappa_min, d_min, p.dhat, settings)
         if self._sleep.enabled:  # still islands fall asleep (their velocities zeroed)
-            self._sleep_report = self._sleep.end_step(self.v, self._end_contacts, self._step_force)
+            self._sleep_report = self._sleep.end_step(self.v, self._end_contacts, self._step_force, h)
         return _Summary(d_min, n_active, lag, col_lags, col_dist)
 
     def _step_stats(self, solved, summary, tally, t_start, broken=()):
@@ -640,13 +640,17 @@ class Simulation:
         # the next step's start asks which bodies touch something here (the
         # subtracted point-point terms add none: their point-edge pairs are closer)
         self._state_touching = (st, self._start.touching_owners(st, d2, dp))
+        alld = np.concatenate([np.sqrt(d2), dp])
         if self._sleep.enabled:  # who touches whom, for sleeping (planes after the owners)
             near, near_plane = d2 < p.dhat * p.dhat, dp < p.dhat
             self._end_contacts = (
                 np.concatenate([m.owner[st[near, 0]], m.owner[pts[near_plane]]]),
                 np.concatenate([m.owner[st[near, 1]], len(m.names) + pl[near_plane]]),
+                np.concatenate([np.sqrt(d2[near]), dp[near_plane]]),
+                st[near],
             )
-        alld = np.concatenate([np.sqrt(d2), dp])
+            # the pairs among sleeping bodies, not evaluated, are distances too
+            alld = np.concatenate([alld, self._sleep.held_distances(x)])
         return (float(alld.min()) if len(alld) else np.inf), int(np.sum(alld < p.dhat))
 
 

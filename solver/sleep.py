@@ -1,6 +1,6 @@
 """Sleeping bodies (docs/design/18-sleeping.md): a contact island whose bodies
-have all stayed still for a number of steps, with their contacts unchanged,
-leaves Newton's system until something touches it.
+have all stayed still for a number of steps, with their contacts unchanged
+and without speeding up, leaves Newton's system until something touches it.
 
 A sleeping body is held where it is (its DOFs join Newton's fixed ones, its
 velocity is zero): to the awake bodies it is an obstacle like a collider, so
@@ -36,6 +36,11 @@ import numpy as np
 from .assembly import eliminate_fixed
 from .distance import case_and_distance_sq
 
+# A pair joins a body's contacts (whose change keeps it awake) closer than
+# KEY_BAND * dhat, and leaves them only farther than dhat: a pair resting near
+# dhat (no force there) flickering across it by rounding is no change.
+KEY_BAND = 0.9
+
 
 @dataclass(frozen=True)
 class SleepSettings:
@@ -48,6 +53,9 @@ class SleepSettings:
     force_change: float = (
         0.01  # wake when a sleeping vertex's external force changes by this much of its weight
     )
+    # ... and none of them sped up by more than acceleration * g over those steps
+    # (the solver's own resolution: Newton balances a body's forces to force_tol of its weight)
+    acceleration: float = 1e-3
 
 
 @dataclass(frozen=True)
@@ -165,11 +173,13 @@ class Sleep:
     (None when nothing sleeps): vertices whose contacts among themselves are
     not evaluated; :attr:`asleep_vertex` (N,) bool: vertices Newton holds."""
 
-    def __init__(self, model, settings: SleepSettings, newton_tol, g_ref):
+    def __init__(self, model, settings: SleepSettings, params, g_ref):
         self.settings = settings
         self.mass = model.mass
-        self.threshold = settings.speed * newton_tol
+        self.threshold = settings.speed * params.newton_tol
+        self.dhat = params.dhat
         self.g_ref = g_ref
+        self.max_acceleration = settings.acceleration * g_ref
         self.n_bodies = n_b = len(model.body_slices)
         self.vertex_body = np.where(model.is_collider, -1, model.owner)
         self.is_collider = model.is_collider
@@ -177,6 +187,8 @@ class Sleep:
         self.n_keys = self.n_owners + len(model.plane_point)  # contact partners: owners, then planes
         self.asleep = np.zeros(n_b, bool)
         self.still = np.zeros(n_b, np.intp)
+        self.run_speed = np.zeros(n_b)  # fastest vertex speed at the first still step of the run
+        self.run_time = np.zeros(n_b)  # time since then [s]
         self.island = np.full(n_b, -1, np.intp)
         self.next_island = 0
         self.keys = np.zeros(0, np.int64)  # the awake bodies' contacts at the last step's end
@@ -185,6 +197,10 @@ class Sleep:
         self.link_pairs, self.link_of_pair = _link_pairs(model)
         self.held = None
         self.asleep_vertex = np.zeros(model.n, bool)
+        # stencils within dhat among sleeping bodies (and still colliders) when they
+        # fell asleep: keep() drops them, the reported distances must not
+        self.slept = np.zeros((0, 3), np.intp)
+        self._held_d = None  # their distances while held stays the same
         self._moving = np.zeros(model.n, bool)  # prescribed vertices moving this step
         self.since_probe = 0
         self.was_asleep = None  # a probe step: the bodies asleep before it
@@ -200,6 +216,7 @@ class Sleep:
         not part of the state it stores; still islands fall asleep again)."""
         self.asleep[:] = False
         self.still[:] = 0
+        self.run_time[:] = 0.0
         self.island[:] = -1
         self.keys = np.zeros(0, np.int64)
         self.since_probe = 0
@@ -215,9 +232,12 @@ class Sleep:
         woken = self.asleep & np.isin(self.island, self.island[hit])
         self.asleep &= ~woken
         self.still[woken] = 0
+        self.run_time[woken] = 0.0
         self.island[woken] = -1
         self.woke += int(woken.sum())
         self._hold(self._moving)
+        awake_body = (self.vertex_body >= 0) & ~self.asleep_vertex
+        self.slept = self.slept[~awake_body[self.slept].any(axis=1)]  # kept again, evaluated
 
     def _bodies_of(self, vertices):
         """(n_bodies,) bool: the bodies owning the vertices (indices or (N,) bool)."""
@@ -264,12 +284,25 @@ class Sleep:
 
     def _hold(self, moving):
         self.asleep_vertex = (self.vertex_body >= 0) & self.asleep[np.maximum(self.vertex_body, 0)]
-        if not self.asleep.any():
-            self.held = None
-            self.everything_held = False
-            return
-        self.held = self.asleep_vertex | (self.is_collider & ~moving)
-        self.everything_held = bool(self.held.all())
+        held = None
+        if self.asleep.any():
+            held = self.asleep_vertex | (self.is_collider & ~moving)
+        if held is None or self.held is None or not np.array_equal(held, self.held):
+            self._held_d = None
+        self.held = held
+        self.everything_held = held is not None and bool(held.all())
+
+    def held_distances(self, x):
+        """(k,) the distances at x of the pairs within dhat that :meth:`keep`
+        drops this step (all their vertices held), known from when their
+        island fell asleep: a reported smallest distance covers them too.
+        Held vertices do not move: measured again only when held changes."""
+        if self.held is None or not len(self.slept):
+            return np.zeros(0)
+        if self._held_d is None:
+            st = self.slept[self.held[self.slept].all(axis=1)]
+            self._held_d = np.sqrt(case_and_distance_sq(x[st])[1]) if len(st) else np.zeros(0)
+        return self._held_d
 
     def touched(self, stencils, x, dhat):
         """Wake the islands an awake vertex (a body's or a moving collider's)
@@ -295,30 +328,28 @@ class Sleep:
         return stencils[~self.held[stencils].all(axis=1)]
 
     # ---------------------------------------------------------------- sleeping
-    def end_step(self, v, contacts, force):
-        """After a committed step with velocities v (N, 2): count still
-        steps, put still islands to sleep (their velocities zeroed in v, in
-        place).  contacts: (a, b) owner pairs within dhat at the step's end
-        (planes numbered after the owners); force (N, 2) the step's external
-        force.  Returns the step's :class:`SleepReport`."""
+    def end_step(self, v, contacts, force, h):
+        """After a committed (sub)step of length h with velocities v (N, 2):
+        count still steps, put still islands to sleep (their velocities
+        zeroed in v, in place).  contacts: (a, b, d, stencils): the owner
+        pairs (a, b) within dhat at the step's end (planes numbered after the
+        owners), their distances d, and the point-edge stencils within dhat
+        there; force (N, 2) the step's external force.  Returns the step's
+        :class:`SleepReport`."""
+        if self.was_asleep is None and self.asleep.all():  # a settled scene's steps: nothing to count
+            self.keys = np.zeros(0, np.int64)
+            return SleepReport(self.n_bodies, 0, self.woke, 0.0, np.nan)
+        a, b, d, stencils = contacts
         speed = np.hypot(v[:, 0], v[:, 1])
         on = self.vertex_body >= 0
         fastest = np.zeros(self.n_bodies)
         np.maximum.at(fastest, self.vertex_body[on], speed[on])
         awake = ~self.asleep
-        a, b = contacts
-        ends, partners = np.concatenate([a, b]), np.concatenate([b, a])  # both ways
-        mine = (ends < self.n_bodies) & awake[np.minimum(ends, self.n_bodies - 1)]
-        keys = np.unique(ends[mine].astype(np.int64) * self.n_keys + partners[mine])
-        changed = np.zeros(self.n_bodies, bool)
-        changed[(np.setxor1d(keys, self.keys) // self.n_keys).astype(np.intp)] = True
-        self.keys = keys
-        still = awake & (fastest < self.threshold) & ~changed
-        self.still = np.where(still, self.still + 1, np.where(awake, 0, self.still))
-        ready = still & (self.still >= self.settings.steps) & ~self.unsleepable
+        still = awake & (fastest < self.threshold) & ~self._contacts_changed(a, b, d, awake)
+        ready = self._count_still(still, awake, fastest, h)
         if self.was_asleep is not None:  # a probe step: the still ones go back to sleep
             ready |= self.was_asleep & (fastest < self.threshold) & ~self.unsleepable
-        report = self._fall_asleep(ready, a, b, v, force)
+        report = self._fall_asleep(ready, a, b, v, force, stencils)
         probe = float(fastest[self.was_asleep].max(initial=0.0)) if self.was_asleep is not None else np.nan
         if self.was_asleep is not None:  # those of the probe that stay awake were woken by it
             self.woke += int(np.sum(self.was_asleep & ~self.asleep))
@@ -326,9 +357,37 @@ class Sleep:
         self._hold(self._moving)
         return SleepReport(int(self.asleep.sum()), report[0], self.woke, report[1], probe)
 
-    def _fall_asleep(self, ready, a, b, v, force):
+    def _contacts_changed(self, a, b, d, awake):
+        """(n_bodies,) bool: awake bodies whose contact partners changed since
+        the last step, with hysteresis: a pair joins them closer than
+        KEY_BAND dhat, leaves them farther than dhat."""
+        ends, partners = np.concatenate([a, b]), np.concatenate([b, a])  # both ways
+        close = np.concatenate([d, d]) < KEY_BAND * self.dhat
+        mine = (ends < self.n_bodies) & awake[np.minimum(ends, self.n_bodies - 1)]
+        key = ends.astype(np.int64) * self.n_keys + partners
+        near = np.unique(key[mine])
+        keys = np.union1d(key[mine & close], np.intersect1d(near, self.keys, assume_unique=True))
+        changed = np.zeros(self.n_bodies, bool)
+        changed[(np.setxor1d(keys, self.keys) // self.n_keys).astype(np.intp)] = True
+        self.keys = keys
+        return changed
+
+    def _count_still(self, still, awake, fastest, h):
+        """Count still steps; (n_bodies,) bool: the bodies ready to sleep: still
+        for `steps` steps, and not speeding up over them by more than
+        max_acceleration (a block just past its friction angle accelerates
+        from rest while slower than the threshold: it must not sleep)."""
+        start = still & (self.still == 0)
+        self.run_speed[start] = fastest[start]
+        self.run_time = np.where(still & ~start, self.run_time + h, 0.0)
+        self.still = np.where(still, self.still + 1, np.where(awake, 0, self.still))
+        steady = fastest - self.run_speed <= self.max_acceleration * self.run_time
+        return still & (self.still >= self.settings.steps) & steady & ~self.unsleepable
+
+    def _fall_asleep(self, ready, a, b, v, force, stencils):
         """Put to sleep the awake islands whose bodies are all ready; returns
-        (bodies put to sleep, their kinetic energy dropped)."""
+        (bodies put to sleep, their kinetic energy dropped).  stencils: those
+        within dhat at the step's end (the new sleepers' join slept)."""
         if not ready.any():  # (most steps: no islands to build)
             return 0, 0.0
         body = (a < self.n_bodies) & (b < self.n_bodies)
@@ -349,4 +408,8 @@ class Sleep:
         v[verts] = 0.0
         self.force_ref[verts] = force[verts]
         self.still[sleepy] = 0
+        self.run_time[sleepy] = 0.0
+        held = verts | self.is_collider  # (a moving collider's stencils are kept while it moves)
+        new = verts[stencils].any(axis=1) & held[stencils].all(axis=1)
+        self.slept = np.concatenate([self.slept, stencils[new]])
         return int(sleepy.sum()), dropped

@@ -21,15 +21,17 @@ import dataclasses
 import math
 
 import numpy as np
-from invariants import crossing_edge_pairs, grid_square
+import pytest
+from invariants import boundary_edges, crossing_edge_pairs, grid_square, point_segment_distance
 from test_analytic import slope_scene
 
 from solver import Body, Collider, HalfPlane, Material, Scene, SimParams, Simulation
 from solver.examples import pile
 from solver.io import cli
+from solver.model import build_model
 from solver.scene import Animation, Track
 from solver.settings import SolverSettings
-from solver.sleep import SleepSettings, components, fixed_q, free_unknowns, held_system
+from solver.sleep import KEY_BAND, Sleep, SleepSettings, components, fixed_q, free_unknowns, held_system
 
 SLEEP = SolverSettings(sleep=SleepSettings(enabled=True))
 TOL = SimParams().newton_tol  # the piles' newton_tol too
@@ -122,10 +124,11 @@ def test_a_block_stuck_on_a_slope_falls_asleep():
     assert stats[-1].sleep.sleeping == 1 and stats[-1].unknowns == 0
 
 
-def tilting_block(settings, tilt_at=1.0, tilt_deg=35.0, mu=0.3, steps=150):
+def tilting_block(settings, tilt_at=1.0, tilt_deg=35.0, mu=0.3, steps=150, kind="rigid"):
     """A block resting on flat ground; gravity tilts by tilt_deg at tilt_at:
     past its friction angle it slides along +x.  Returns its x track and stats."""
-    scene = all_rigid(slope_scene(0.0, mu, dhat=SimParams().dhat, eps_v=1e-3, gap=0.5))
+    scene = slope_scene(0.0, mu, dhat=SimParams().dhat, eps_v=1e-3, gap=0.5)
+    scene = dataclasses.replace(scene, bodies=tuple(dataclasses.replace(b, kind=kind) for b in scene.bodies))
     th = math.radians(tilt_deg)
     down, tilted = (0.0, -G), (G * math.sin(th), -G * math.cos(th))
     gravity = Track(np.array([0.0, tilt_at, tilt_at + 0.01]), np.array([down, down, tilted]))
@@ -147,6 +150,92 @@ def test_a_sleeping_block_wakes_when_gravity_tilts_past_its_friction():
     a = G * (math.sin(math.radians(35.0)) - 0.3 * math.cos(math.radians(35.0)))
     assert slid > 0.5 * 0.5 * a * 0.49**2  # it slides (the closed form, within the landing's start)
     assert abs((track[-1] - track[100]) - slid) < 0.02 * slid
+
+
+def test_a_block_just_past_its_friction_angle_keeps_sliding_at_the_coulomb_acceleration():
+    """Gravity tilts 0.17 deg past the friction angle (a slope in gravity's frame):
+    a = 0.031 m/s^2, slower than the still speed (0.01 m/s) for the 20 steps that
+    once put the sliding block back to sleep.  A body speeding up by more than
+    the solver's force resolution (acceleration x g) over its still steps must
+    not sleep: rigid and deformable, the fitted acceleration is the closed form's."""
+    mu, tilt_deg, tilt_at = 0.3, 16.87, 1.0
+    th = math.radians(tilt_deg)
+    exact = G * (math.sin(th) - mu * math.cos(th))
+    assert 0.0 < exact < 0.1
+    for kind in ("rigid", "deformable"):
+        track, stats = tilting_block(SLEEP, tilt_at, tilt_deg, mu, steps=300, kind=kind)
+        assert stats[99].sleep.sleeping == 1  # asleep on the flat ground before the tilt
+        assert all(s.sleep.sleeping == 0 for s in stats[102:]), kind
+        t = 0.01 * np.arange(1, len(track) + 1)
+        late = t > tilt_at + 0.3
+        a = 2.0 * np.polyfit(t[late], track[late], 2)[0]
+        assert abs(a - exact) < 0.02 * exact, (kind, a, exact)
+
+
+def test_a_pair_resting_at_dhat_does_not_keep_a_body_awake():
+    """A still block whose pair with a wall flickers across dhat by rounding (no
+    force there either way) sleeps after `steps` still steps; a partner that
+    comes within KEY_BAND dhat is a change, one that leaves beyond dhat too."""
+    v, t = grid_square(0.1, 2, (0.0, 0.05))
+    block = Body("block", v, t, Material(E=1e5, density=1000.0, mu=0.3), kind="rigid")
+    planes = (
+        HalfPlane((0.0, 0.0), (0.0, 1.0), 0.3, "ground"),
+        HalfPlane((0.06, 0.0), (-1.0, 0.0), 0.3, "wall"),
+    )
+    scene = Scene((block,), half_planes=planes)
+    model, p = build_model(scene), scene.params
+    settings = SleepSettings(enabled=True)
+    ground, wall = 1, 2  # planes numbered after the owners (one body)
+    no_stencils = np.zeros((0, 3), np.intp)
+
+    def step(sleep, partners, dist):
+        k = len(partners)
+        contacts = (np.zeros(k, np.intp), np.array(partners), np.array(dist) * p.dhat, no_stencils)
+        return sleep.end_step(np.zeros((model.n, 2)), contacts, model.mass[:, None] * (0.0, -G), p.dt)
+
+    for wall_at, sleeps in ((1.0 - 1e-12, True), (0.5 * (1.0 + KEY_BAND), True), (0.99 * KEY_BAND, False)):
+        sleep = Sleep(model, settings, p, G)  # the wall within dhat every other step only
+        flicker = [([ground, wall], [0.5, wall_at]) if k % 2 else ([ground], [0.5]) for k in range(40)]
+        fell = [k for k, f in enumerate(flicker) if step(sleep, *f).fell_asleep]
+        assert fell == ([settings.steps] if sleeps else []), wall_at
+
+
+def pair_distances(sim):
+    """Every body-body and body-half-plane distance within dhat, from the
+    positions with the independent helpers (boundary vertices against the
+    other bodies' boundary edges; vertices against each plane)."""
+    scene = sim.scene
+    out = []
+    for i, bi in enumerate(scene.bodies):
+        xi = sim.body_positions(i)
+        for j, bj in enumerate(scene.bodies):
+            if i != j:
+                xj, e = sim.body_positions(j), boundary_edges(np.asarray(bj.triangles))
+                p = xi[np.unique(boundary_edges(np.asarray(bi.triangles)))]
+                out.append(point_segment_distance(p[:, None], xj[e[:, 0]][None], xj[e[:, 1]][None]).ravel())
+        for h in scene.half_planes:
+            out.append((xi - np.asarray(h.point)) @ np.asarray(h.normal))
+    d = np.concatenate(out)
+    return d[d < scene.params.dhat]
+
+
+def test_the_smallest_distance_reported_covers_sleeping_pairs():
+    scene = rigid_pile()
+    n = len(scene.bodies)
+    seen = []
+
+    def check(sim):
+        if sim._sleep.asleep.all():
+            seen.append((sim.step_index, pair_distances(sim)))
+
+    _, stats = run(scene, 200, check=check)
+    held = [(k, d) for k, d in seen if stats[k - 1].unknowns == 0]  # (not the step they fell asleep in)
+    assert len(held) > 20
+    for k, d in held[:: len(held) // 10]:
+        s = stats[k - 1]
+        assert s.sleep.sleeping == n and len(d) > n
+        assert s.min_distance == pytest.approx(d.min(), rel=1e-9)
+        assert s.active_contacts == len(d)  # every pair within dhat counted too
 
 
 def test_the_error_is_bounded_as_claimed():
