@@ -43,12 +43,14 @@ def energy_gradient(A):
 
 def energy_hessian(A):
     """(R, 4, 4) d2E/dA^2, A flattened row-major (A_kl at 2k + l)."""
-    S = strain(A)
-    AAt = np.einsum("rkj,rmj->rkm", A, A)
+    At = np.swapaxes(A, 1, 2)
+    S = At @ A - _I  # strain(A), symmetric
+    AAt = A @ At
+    # [r, k, l, m, n]: delta_km S_nl + delta_ln (A A^T)_km + A_kn A_ml
     H = (
-        np.einsum("km,rnl->rklmn", _I, S)
-        + np.einsum("ln,rkm->rklmn", _I, AAt)
-        + np.einsum("rkn,rml->rklmn", A, A)
+        _I[None, :, None, :, None] * S[:, None, :, None, :]
+        + _I[None, None, :, None, :] * AAt[:, :, None, :, None]
+        + A[:, :, None, None, :] * At[:, None, :, :, None]
     )
     return 4.0 * H.reshape(-1, 4, 4)
 
@@ -97,6 +99,8 @@ class Orthogonality:
         self.coef = basis.stiffness * basis.area  # (R,) kappa_A V
         # A is read off the anchors (AffineBasis.affine): the gradient lives on them
         self.dofs = (2 * basis.anchors[:, :, None] + np.arange(2)).ravel()
+        d = basis.a_dofs  # the Hessian's 4 x 4 blocks on A's q DOFs
+        self.pattern = np.repeat(d, 4, axis=1).ravel(), np.tile(d, (1, 4)).ravel()
 
     @classmethod
     def build(cls, model, consts):
@@ -137,5 +141,4 @@ class Orthogonality:
         H = (self.weight * self.coef)[:, None, None] * (
             energy_hessian_psd(A) if project else energy_hessian(A)
         )
-        d = self.basis.a_dofs
-        return np.repeat(d, 4, axis=1).ravel(), np.tile(d, (1, 4)).ravel(), H.ravel()
+        return (*self.pattern, H.ravel())
