@@ -255,9 +255,10 @@ class AffineBasis:
         of a pair of groups go to one dense 6 x 6 block (sorting the vertex
         entries by group pair costs a ninth of sorting the expanded ones)."""
         rigid = self.rigid_dof[rows] | self.rigid_dof[cols]
-        if not rigid.any():
-            return self.slots[rows, 0], self.slots[cols, 0], vals
         plain = ~rigid
+        rigid &= vals != 0.0  # (a dense diagonal's zeros on rigid DOFs add nothing)
+        if not rigid.any():
+            return self.slots[rows[plain], 0], self.slots[cols[plain], 0], vals[plain]
         r, c = rows[rigid], cols[rigid]
         n_groups = len(self.group_first)
         gr, gc = self.dof_group[r], self.dof_group[c]
