@@ -45,7 +45,10 @@ class Triplets:
     values of every term added to it, the scale of the forces that grad
     balances (Newton's stop test measures grad against it).  Each block of
     triplets may come with the DOFs its rows and columns are drawn from, so
-    that :meth:`system` skips the blocks no fixed DOF touches.
+    that :meth:`system` skips the blocks no fixed DOF touches, and with the
+    vertex stencils whose dense Hessians it holds (:meth:`add_stencil_hessians`),
+    which a reduced basis reduces per pair of vertices rather than per entry
+    (:meth:`~solver.basis.AffineBasis.reduce_hessian`).
 
     record_deficit: the accumulator, not each energy, declares whether what
     PSD projection adds is recorded (:meth:`deficit_sink`, :meth:`add_deficits`)."""
@@ -54,6 +57,7 @@ class Triplets:
         self.n_dof = n_dof
         self.rows, self.cols, self.vals = [], [], []
         self.block_dofs = []  # per block: the DOFs its entries use, or None (not known)
+        self.block_stencils = []  # per block: its vertex stencils (n, k), or None (not dense blocks)
         self.grad = np.zeros(n_dof)
         self.magnitude = np.zeros(n_dof)
         self.record_deficit = record_deficit
@@ -72,6 +76,7 @@ class Triplets:
         self.cols.append(cols)
         self.vals.append(H.ravel())
         self.block_dofs.append(dofs)
+        self.block_stencils.append(None)
 
     def add_diagonal(self, dofs, vals):
         self.add_pattern(dofs, dofs, vals, dofs)
@@ -93,7 +98,17 @@ class Triplets:
             return
         dofs = stencil_dofs(idx)
         self.add_gradient_at(dofs.ravel(), g)
-        self.add_pattern(*_dof_block_pattern(dofs), H, dofs)
+        self.add_stencil_hessians(idx, H, _dof_block_pattern(dofs), dofs)
+
+    def add_stencil_hessians(self, idx, H, pattern=None, dofs=None):
+        """Scatter Hessians H (n, 2k, 2k) of vertex stencils idx (n, k);
+        pattern (optional): their block_pattern, dofs: their stencil_dofs."""
+        if dofs is None:
+            dofs = stencil_dofs(idx)
+        if pattern is None:
+            pattern = _dof_block_pattern(dofs)
+        self.add_pattern(*pattern, H, dofs)
+        self.block_stencils[-1] = idx
 
     def add_gradient_at(self, dofs, g):
         """Scatter gradients g (n, 2k) at precomputed flat DOF indices (n * 2k,)."""
@@ -130,6 +145,10 @@ class Triplets:
 
     def arrays(self):
         return (np.concatenate(self.rows), np.concatenate(self.cols), np.concatenate(self.vals))
+
+    def blocks(self):
+        """Per block: (rows, cols, vals, stencils (n, k) or None), see add_stencil_hessians."""
+        return zip(self.rows, self.cols, self.vals, self.block_stencils, strict=True)
 
     def system(self, fixed_mask):
         """The triplets with the rows and columns of the fixed DOFs (fixed_mask

@@ -169,6 +169,84 @@ class AffineBasis:
             q[base + 3 * k + 2] = p[:, k]
         return q
 
+    @cached_property
+    def vertex_weights_t(self):
+        """(3, N) each vertex's weights on its group's q DOFs, (X_i0, X_i1, 1) on a
+        rigid body, (1, 0, 0) elsewhere (both coordinates share them)."""
+        return np.ascontiguousarray(self.weights[0::2].T)
+
+    @cached_property
+    def vertex_group(self):
+        return self.dof_group[0::2]
+
+    def reduce_hessian(self, T):
+        """B^T H B for the Hessian H assembled in T (a Triplets), as COO
+        triplets in q.  Blocks of dense stencil Hessians touching a rigid
+        body are reduced per pair of vertices (:meth:`_reduce_stencils`); the
+        other entries by :meth:`reduce_triplets` (non-rigid ones one to one)."""
+        loose, stencils = [], []
+        for rows, cols, vals, idx in T.blocks():
+            touched = None if idx is None else (self.vertex_body[idx] >= 0).any(axis=1)
+            if touched is None or not touched.any():
+                loose.append((rows, cols, vals))
+            elif touched.all():
+                stencils.append((idx, vals))
+            else:
+                entry = np.repeat(touched, len(vals) // len(idx))
+                loose.append((rows[~entry], cols[~entry], vals[~entry]))
+                stencils.append((idx[touched], vals[entry]))
+        parts = [self._reduce_stencils(stencils)] if stencils else []
+        if loose:
+            parts.append(self.reduce_triplets(*(np.concatenate(a) for a in zip(*loose, strict=True))))
+        return tuple(np.concatenate(a) for a in zip(*parts, strict=True))
+
+    def _reduce_stencils(self, stencils):
+        """(rows, cols, vals) in q of dense stencil Hessians, stencils: a list of
+        (idx (n, k), H (n * 4k^2,) row-major).  The 2 x 2 block H_ab of a vertex
+        pair (a, b) reduces to the 6 x 6 block H_ab (x) w_a w_b^T between their
+        groups (w: vertex_weights_t).  The blocks are summed per vertex pair
+        first (the barrier's, the friction's and the point-point terms'
+        stencils share most pairs), then reduced and summed per pair of groups,
+        every array with the pairs innermost (numpy's loops then run over
+        them, not over 2 or 3)."""
+        n_v = len(self.vertex_body)
+        keys, blocks = [], []
+        for idx, H in stencils:
+            n, k = idx.shape
+            v = idx.astype(np.int64)
+            keys.append((v[:, :, None] * n_v + v[:, None, :]).ravel())
+            blocks.append(H.reshape(n, k, 2, k, 2).transpose(2, 4, 0, 1, 3).reshape(4, -1))
+        vertex_pairs, which = np.unique(np.concatenate(keys), return_inverse=True)
+        m = len(vertex_pairs)
+        where = (which.ravel() + m * np.arange(4)[:, None]).ravel()
+        H = np.bincount(where, np.concatenate(blocks, axis=1).ravel(), 4 * m)
+        a, b = np.divmod(vertex_pairs, n_v)
+        n_groups = len(self.group_first)
+        pairs, which = _numbered(self.vertex_group[a] * n_groups + self.vertex_group[b], n_groups**2)
+        wa = np.take(self.vertex_weights_t, a, axis=1)
+        wb = np.take(self.vertex_weights_t, b, axis=1)
+        # (k, i, l, j, m): H_kl w_a,i w_b,j, summed per pair of groups
+        R = H.reshape(2, 1, 2, 1, m) * (wa[:, None, :] * wb[None, :, :])[None, :, None]
+        n_p = len(pairs)
+        blocks = np.bincount((which + n_p * np.arange(36)[:, None]).ravel(), R.ravel(), 36 * n_p)
+        # q DOF of (coordinate k, weight i) in a group: 3k + i on a rigid body, k on a vertex (i = 0)
+        ga, gb = pairs // n_groups, pairs % n_groups
+        la, va = self._kron_slots(ga)
+        lb, vb = self._kron_slots(gb)
+        shape = (2, 3, 2, 3, n_p)
+        valid = va[:, :, None, None] & vb[None, None]
+        rows = np.broadcast_to(la[:, :, None, None], shape)[valid]
+        cols = np.broadcast_to(lb[None, None], shape)[valid]
+        return rows, cols, blocks.reshape(shape)[valid]
+
+    def _kron_slots(self, groups):
+        """(slots (2, 3, n), valid (2, 3, n)): the q DOF of (coordinate k,
+        weight i) of each group, 3k + i after its first on a rigid body, k on
+        a vertex (whose only weight is i = 0)."""
+        rigid = self.group_size[groups] == 6
+        local = np.where(rigid, _KRON[:, :, None], _KRON[:, :, None] // 3)
+        return self.group_first[groups] + local, rigid | (_KRON[:, :, None] % 3 == 0)
+
     def reduce_triplets(self, rows, cols, vals):
         """B^T H B for H given as COO triplets in vertex DOFs: triplets in q.
         Entries between non-rigid DOFs map one to one.  Those touching a rigid
@@ -178,6 +256,9 @@ class AffineBasis:
         entries by group pair costs a ninth of sorting the expanded ones)."""
         rigid = self.rigid_dof[rows] | self.rigid_dof[cols]
         plain = ~rigid
+        rigid &= vals != 0.0  # (a dense diagonal's zeros on rigid DOFs add nothing)
+        if not rigid.any():
+            return self.slots[rows[plain], 0], self.slots[cols[plain], 0], vals[plain]
         r, c = rows[rigid], cols[rigid]
         n_groups = len(self.group_first)
         gr, gc = self.dof_group[r], self.dof_group[c]
@@ -202,6 +283,7 @@ class AffineBasis:
 
 
 _LOCAL = np.arange(6)
+_KRON = np.arange(6).reshape(2, 3)  # a rigid body's q DOFs by (coordinate, weight)
 DENSE_KEYS = 1 << 22  # keys below this are numbered through a table, not by sorting
 
 

@@ -181,6 +181,7 @@ class Direction:
     mode: Mode
     zero_slip: tuple
     indefinite: bool = False
+    dq: np.ndarray | None = None  # rigid bodies: Newton's step in q, before its turns are made exact
 
     @property
     def project(self) -> bool:
@@ -279,11 +280,15 @@ class Newton:
                 break
             alpha, cs = self.feasible_step(x, dx)
             alpha = kinks.line_search_start(alpha, d.zero_slip, mode.projected, s.kink_floor)
+            first, moved = None, speed  # E at the line search's start, when known; |dx|/h
+            if alpha < 1.0 and d.dq is not None:
+                dx, alpha, cs, energy, first = self._shortened_turn(ip, x, g, d, alpha, cs, energy)
+                moved = np.abs(dx).max() / p.dt
             with self.timers("line_search"):
                 alpha, trial, energy = backtrack(
-                    ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())), s
+                    ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())), s, first
                 )
-            if speed < p.newton_tol and (alpha is None or alpha * speed < s.stall * p.newton_tol):
+            if speed < p.newton_tol and (alpha is None or alpha * moved < s.stall * p.newton_tol):
                 # The step is small and the energy cannot resolve a decrease
                 # along it (rounding): what force is left is below what this
                 # energy can balance, so stop as the step test alone would.
@@ -352,10 +357,11 @@ class Newton:
             T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project, deficit=record)
             g = np.where(fixed_dof, 0.0, T.grad)
             try:
+                dq = None
                 if getattr(ip, "basis", None) is None:
                     dx, factor = self._linear_solve(T, g, fixed_dof, project, expected)
                 else:
-                    dx, factor = self._reduced_solve(ip, x, T, fixed_dof, project)
+                    dx, factor, dq = self._reduced_solve(ip, x, T, fixed_dof, project)
             except NotPositiveDefinite:
                 mode, indefinite = next_mode(mode, Event.NOT_DEFINITE, on), True
                 continue
@@ -377,7 +383,39 @@ class Newton:
             hold = project and not (rounds and on.release_majorized)
             flips = tuple(f < 1.0 for f in zero_slip)
             majorize = kinks.next_majorize(majorize, flips, hold, s.majorize_iters)
-            return Direction(g, T.magnitude, dx, majorize, mode, zero_slip, indefinite)
+            return Direction(g, T.magnitude, dx, majorize, mode, zero_slip, indefinite, dq)
+
+    def _shortened_turn(self, ip, x, g, d, alpha, cs, energy):
+        """(dx, alpha, cs, energy, trial): the line search's direction, start, contact
+        set, E(x) and E at its start (None: not evaluated) for a step with rigid
+        bodies that may go only alpha < 1 of the way (CCD, the zero-slip stop).
+
+        A step's turns end on exact rotations
+        (:meth:`~solver.basis.AffineBasis.rotation_corrected`) but move along
+        straight chords, whose inner points are shrunk: cut short at alpha, the
+        chord's strain costs the orthogonality energy up to RIGIDITY times what
+        the turn saves in inertia, and the line search backtracks far.  When
+        that strain alone fails Armijo at alpha, the Newton step cut to alpha
+        in q, its turns made exact, is taken instead, from its own feasible
+        step (a descent direction: else the chord stays)."""
+        with self.timers("line_search"):
+            if energy is None:
+                energy = ip.value(x, cs)
+            end = x + alpha * d.dx
+            trial = ip.value(end, cs)
+        excess = trial - (energy + self.settings.armijo * alpha * float(np.dot(g, d.dx.ravel())))
+        rigidity = ip.rigidity
+        if not excess > 0.0 or rigidity is None:
+            return d.dx, alpha, cs, energy, trial
+        strain = rigidity.weight * (rigidity.value(end, cs) - rigidity.value(x, cs))
+        if not strain > excess:
+            return d.dx, alpha, cs, energy, trial
+        basis = ip.basis
+        short = basis.expand(basis.rotation_corrected(x, alpha * d.dq))
+        if not float(np.dot(g, short.ravel())) < 0.0:
+            return d.dx, alpha, cs, energy, trial
+        beta, short_cs = self.feasible_step(x, short)
+        return short, beta, short_cs, energy, None
 
     def _linear_solve(self, T, g, fixed_dof, project, expected):
         """(dx (2N,), factor): the Newton step of the Hessian in T for the
@@ -401,12 +439,13 @@ class Newton:
         return dx, factor
 
     def _reduced_solve(self, ip, x, T, fixed_dof, project):
-        """(dx (2N,), None): the Newton step of a scene with rigid bodies, solved
+        """(dx (2N,), None, dq): the Newton step of a scene with rigid bodies, solved
         in the basis' unknowns q (solver/basis.py): B^T H B plus the Hessians
         given in q (inertia's, orthogonality's) for B^T g, returned as dx = B dq (a straight step
         in q is one in x: the line search and CCD stay in vertex space), each
         rigid body's turn made an exact rotation
-        (:meth:`~solver.basis.AffineBasis.rotation_corrected`).  No
+        (:meth:`~solver.basis.AffineBasis.rotation_corrected`), and dq (n_q,)
+        the step in q before that correction (:meth:`_shortened_turn`).  No
         factor is returned: the features reusing it are off (:func:`_features`).
         Raises NotPositiveDefinite as :meth:`_linear_solve`."""
         p = self.params
@@ -420,13 +459,14 @@ class Newton:
             else:
                 step = _factorize(system, len(rhs), p.linear_solver, self.ordering, False).solve(rhs)
             dq = step if free is None else np.bincount(free, step, len(gq))
+        newton = dq
         if not project and not float(np.dot(gq, dq)) < 0.0 and np.any(gq):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
         # each rigid body's turn made an exact rotation, while still a descent direction
         turned = ip.basis.rotation_corrected(x, dq)
         if float(np.dot(gq, turned)) < 0.0:
             dq = turned
-        return ip.basis.expand(dq).ravel(), None
+        return ip.basis.expand(dq).ravel(), None, newton
 
 
 def _features(settings, ip, fixed_dof) -> Features:
@@ -500,15 +540,16 @@ def _factorize(system, n, method, ordering, project, expected=None):
         return None
 
 
-def backtrack(ip, x, dx, alpha, cs, energy, slope, settings):
+def backtrack(ip, x, dx, alpha, cs, energy, slope, settings, first=None):
     """Armijo backtracking from alpha: halve until ip(x + alpha dx) <= E(x) +
     settings.armijo alpha slope (or alpha falls below settings.min_alpha).
     Returns (alpha or None, ip at the accepted point, E(x)); energy
-    (optional) is E(x)."""
+    (optional) is E(x), first (optional) ip(x + alpha dx)."""
     if energy is None:
         energy = ip.value(x, cs)
     while alpha > settings.min_alpha:
-        trial = ip.value(x + alpha * dx, cs)
+        trial = ip.value(x + alpha * dx, cs) if first is None else first
+        first = None
         if trial <= energy + settings.armijo * alpha * slope:
             return alpha, trial, energy
         alpha *= 0.5

@@ -43,14 +43,48 @@ def energy_gradient(A):
 
 def energy_hessian(A):
     """(R, 4, 4) d2E/dA^2, A flattened row-major (A_kl at 2k + l)."""
-    S = strain(A)
-    AAt = np.einsum("rkj,rmj->rkm", A, A)
+    At = np.swapaxes(A, 1, 2)
+    S = At @ A - _I  # strain(A), symmetric
+    AAt = A @ At
+    # [r, k, l, m, n]: delta_km S_nl + delta_ln (A A^T)_km + A_kn A_ml
     H = (
-        np.einsum("km,rnl->rklmn", _I, S)
-        + np.einsum("ln,rkm->rklmn", _I, AAt)
-        + np.einsum("rkn,rml->rklmn", A, A)
+        _I[None, :, None, :, None] * S[:, None, :, None, :]
+        + _I[None, None, :, None, :] * AAt[:, :, None, :, None]
+        + A[:, :, None, None, :] * At[:, None, :, :, None]
     )
     return 4.0 * H.reshape(-1, 4, 4)
+
+
+def energy_hessian_psd(A):
+    """(R, 4, 4) :func:`energy_hessian` with its negative eigenvalues clamped to
+    zero, without an eigensolver where it can.
+
+    E depends on A through its singular values only, (s1^2 - 1)^2 + (s2^2 - 1)^2,
+    so its Hessian's eigenvectors are those of every isotropic energy: in
+    A = U diag(s) V^T, the scalings U e_i e_i^T V^T (eigenvalues 4 (3 s_i^2 - 1)),
+    the flip U [[0, 1], [1, 0]] V^T / sqrt 2 (4 (|A|^2 + det A - 1)) and the
+    twist U [[0, -1], [1, 0]] V^T / sqrt 2 = J R / sqrt 2, R the rotation
+    closest to A (4 (|A|^2 - det A - 1)).  Near a rotation only the twist's can
+    be negative (a body squeezed, |A|^2 - det A < 1), and it is removed in
+    closed form.  Bodies with another negative eigenvalue (crushed: s^2 < 1/3,
+    or |A|^2 + det A < 1) or without a closest rotation go through eigh."""
+    H = energy_hessian(A)
+    a, b, c, d = A[:, 0, 0], A[:, 0, 1], A[:, 1, 0], A[:, 1, 1]
+    norm2 = a * a + b * b + c * c + d * d
+    det = a * d - b * c
+    twist = 4.0 * (norm2 - det - 1.0)
+    flip = 4.0 * (norm2 + det - 1.0)
+    # the smaller s^2, a root of t^2 - |A|^2 t + det^2 (discriminant (s1^2 - s2^2)^2)
+    small = 0.5 * (norm2 - np.sqrt(np.maximum(norm2 * norm2 - 4.0 * det * det, 0.0)))
+    cos, sin = a + d, c - b  # R = [[cos, -sin], [sin, cos]] / r maximizes tr(R^T A)
+    r = np.hypot(cos, sin)
+    closed = (flip >= 0.0) & (3.0 * small >= 1.0) & (r > 1e-8 * np.sqrt(norm2))
+    r = np.where(closed, r, 1.0)
+    t = np.stack([-sin, -cos, cos, -sin], axis=1) / (np.sqrt(2.0) * r)[:, None]  # J R / sqrt 2
+    H = H - (np.minimum(twist, 0.0) * closed)[:, None, None] * t[:, :, None] * t[:, None, :]
+    if not closed.all():
+        H[~closed] = project_psd(H[~closed])
+    return H
 
 
 class Orthogonality:
@@ -65,6 +99,8 @@ class Orthogonality:
         self.coef = basis.stiffness * basis.area  # (R,) kappa_A V
         # A is read off the anchors (AffineBasis.affine): the gradient lives on them
         self.dofs = (2 * basis.anchors[:, :, None] + np.arange(2)).ravel()
+        d = basis.a_dofs  # the Hessian's 4 x 4 blocks on A's q DOFs
+        self.pattern = np.repeat(d, 4, axis=1).ravel(), np.tile(d, (1, 4)).ravel()
 
     @classmethod
     def build(cls, model, consts):
@@ -101,8 +137,8 @@ class Orthogonality:
     def reduced_hessian(self, x, project):
         """(rows, cols, vals): the weighted Hessian in q, a 4 x 4 block on each
         body's A DOFs, PSD-projected if project."""
-        H = (self.weight * self.coef)[:, None, None] * energy_hessian(self.basis.affine(x))
-        if project:
-            H = project_psd(H)
-        d = self.basis.a_dofs
-        return np.repeat(d, 4, axis=1).ravel(), np.tile(d, (1, 4)).ravel(), H.ravel()
+        A = self.basis.affine(x)
+        H = (self.weight * self.coef)[:, None, None] * (
+            energy_hessian_psd(A) if project else energy_hessian(A)
+        )
+        return (*self.pattern, H.ravel())

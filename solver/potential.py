@@ -118,7 +118,8 @@ class IncrementalPotential:
         :meth:`gradient_hessian`) in the basis' unknowns q, B^T H B plus the
         Hessians given in q (inertia's, the orthogonality energy's), and B^T grad.  Only with a basis."""
         b = self.basis
-        parts = [b.reduce_triplets(*T.arrays())]
+        reduce = getattr(type(b), "reduce_hessian", None)  # (stiff bodies: per entry)
+        parts = [b.reduce_triplets(*T.arrays()) if reduce is None else reduce(b, T)]
         # the terms whose Hessian is given in q (inertia's B^T M B, orthogonality)
         parts += [t.reduced_hessian(x, project) for t in self.terms if hasattr(t, "reduced_hessian")]
         r, c, v = (np.concatenate(a) for a in zip(*parts, strict=True))

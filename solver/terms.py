@@ -241,7 +241,7 @@ class Friction:
         found = T.deficit_sink(project)
         g, H = friction.gradient_hessian(fs, x - self.x_prev, self.eps, project, majorize, found)
         T.add_gradient_at(fs.dofs.ravel(), w * g)
-        T.add_pattern(*fs.pattern, w * H, fs.dofs)
+        T.add_stencil_hessians(fs.idx, w * H, fs.pattern, fs.dofs)
         T.add_deficits(fs.dofs, found, w)
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from invariants import contact_scene
 
+from solver.assembly import Triplets
 from solver.errors import SolverInputError
 from solver.io.scene_io import scene_from_dict, scene_to_dict
 from solver.model import build_model
@@ -59,6 +60,32 @@ def test_reductions_are_the_transpose_products_of_the_dense_basis():
     H = np.zeros((2 * m.n, 2 * m.n))
     np.add.at(H, (rows, cols), vals)
     r, c, v = b.reduce_triplets(rows, cols, vals)
+    Hq = np.zeros((b.n_q, b.n_q))
+    np.add.at(Hq, (r, c), v)
+    np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)
+
+
+def test_the_reduced_hessian_of_stencil_blocks_is_the_transpose_product():
+    """Stencils on the rigid body, on the deformable one, across both and
+    repeated (shared vertex pairs), plus loose entries: B^T H B."""
+    m = mixed_model()
+    b = m.basis
+    Bd = dense_basis(b, 2 * m.n)
+    rng = np.random.default_rng(2)
+    rigid = np.flatnonzero(b.vertex_body >= 0)
+    plain = np.flatnonzero(b.vertex_body < 0)
+    T = Triplets(2 * m.n)
+    every = np.arange(m.n)  # blocks whose stencils touch the rigid body or not
+    blocks = ((3, (rigid, rigid, rigid)), (3, (plain, rigid, rigid)), (1, (plain,)), (2, (every, every)))
+    for k, picks in blocks:
+        idx = np.column_stack([rng.choice(p, 30) for p in picks])
+        idx = np.concatenate([idx, idx[:10]])  # repeated stencils: shared vertex pairs
+        T.add_stencils(idx, np.zeros((len(idx), 2 * k)), rng.normal(size=(len(idx), 2 * k, 2 * k)))
+    rows, cols = rng.integers(0, 2 * m.n, 50), rng.integers(0, 2 * m.n, 50)
+    T.add_pattern(rows, cols, rng.normal(size=50))
+    H = np.zeros((2 * m.n, 2 * m.n))
+    np.add.at(H, T.arrays()[:2], T.arrays()[2])
+    r, c, v = b.reduce_hessian(T)
     Hq = np.zeros((b.n_q, b.n_q))
     np.add.at(Hq, (r, c), v)
     np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)

@@ -13,6 +13,7 @@ from test_terms import configuration, links_of_every_kind
 
 from solver import orthogonality as ortho
 from solver.assembly import Triplets
+from solver.linsolve import project_psd
 from solver.model import build_model
 from solver.potential import IncrementalPotential
 
@@ -34,6 +35,22 @@ def test_energy_hessian_matches_finite_differences():
     for r in range(len(A)):
         fd = fd_jacobian(lambda a: ortho.energy_gradient(a.reshape(1, 2, 2)).ravel(), A[r].ravel(), 1e-7)
         assert_close_rel(ortho.energy_hessian(A[r : r + 1])[0], fd, 1e-7, "d2E/dA2")
+
+
+@pytest.mark.parametrize("spread", [1e-6, 1e-2, 0.3, 1.0, 3.0])
+def test_the_closed_form_projection_matches_the_eigensolver(spread):
+    """Turned maps near and far from rotations (squeezed, crushed, inverted),
+    and maps without a closest rotation or all zero: as eigh's clamping."""
+    rng = np.random.default_rng(7)
+    turn = rng.uniform(-np.pi, np.pi, 200)
+    c, s = np.cos(turn), np.sin(turn)
+    R = np.stack([c, -s, s, c], axis=1).reshape(-1, 2, 2)
+    A = R @ (np.eye(2) + spread * rng.normal(size=(200, 2, 2)))
+    A = np.concatenate([A, [[[1.0, 2.0], [2.0, -1.0]], np.zeros((2, 2)), [[1.0, 0.0], [0.0, -1.0]]]])
+    H = ortho.energy_hessian(A)
+    expected = project_psd(H)
+    scale = np.abs(H).max(axis=(1, 2), keepdims=True) + 1e-300
+    assert np.all(np.abs(ortho.energy_hessian_psd(A) - expected) <= 1e-13 * scale)
 
 
 def test_zero_exactly_on_rotations_and_positive_otherwise():

@@ -27,7 +27,9 @@ from invariants import crossing_edge_pairs, grid_square, rotation_angle, signed_
 from test_analytic import slope_scene
 
 from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation
+from solver import orthogonality as ortho
 from solver.examples import disc_mesh, pile
+from solver.newton import Mode
 
 G = 9.81
 SIDE = 0.1
@@ -209,3 +211,53 @@ def test_a_rigid_scene_continues_bit_for_bit_from_a_checkpoint():
         again.step()
     np.testing.assert_array_equal(again.x, sim.x)
     np.testing.assert_array_equal(again.v, sim.v)
+
+
+def next_potential(sim):
+    """(ip, cs): the incremental potential of sim's next step and a contact
+    set of its start (captured from Newton's first direction)."""
+    newton = type(sim._newton)
+    seen = []
+    direction = newton._direction
+
+    def capture(self, ip, x, cs, *rest):
+        seen.append((ip, cs))
+        return direction(self, ip, x, cs, *rest)
+
+    newton._direction = capture
+    try:
+        sim.step()
+    finally:
+        newton._direction = direction
+    return seen[0]
+
+
+@pytest.mark.parametrize("omega", [2.0, 40.0])
+def test_a_turn_cut_short_ends_on_a_rotation_not_on_its_chord(omega):
+    """Newton's step from the start of a spinning disc's step turns it by
+    omega dt; cut at half its length (as CCD would), its chord's end is
+    shrunk, and for a fast turn (0.33 rad) the step cut in q with its turn
+    made exact is taken instead: it ends on a rotation, turned by
+    atan(tan(turn) / 2).  A slow turn (0.02 rad) keeps its chord."""
+    sim = spinning_disc(omega)
+    sim.step()  # a velocity to turn with
+    ip, cs = next_potential(sim)
+    x = ip.consts.x_prev  # on a rotation, the whole turn to make
+    majorize = tuple(np.zeros(len(fs), int) for fs in ip.friction_sets)
+    d = sim._newton._direction(ip, x, cs, np.zeros(2 * len(x), bool), majorize, Mode.EXACT)
+    dx, alpha, _, _, _ = sim._newton._shortened_turn(ip, x, d.g, d, 0.5, cs, None)
+    if omega < 10.0:
+        assert dx is d.dx and alpha == 0.5
+        return
+
+    def strain(y):
+        return float(np.abs(ortho.strain(ip.basis.affine(y))).max())
+
+    def turn(step):
+        return rotation_angle(sim.model.rest, x + step) - rotation_angle(sim.model.rest, x)
+
+    assert strain(x + 0.5 * d.dx) > 1e-2  # the chord's end: shrunk by about (1 - cos 0.33) / 4
+    assert alpha == 1.0  # nothing to collide with
+    assert strain(x + dx) < 1e-4 * strain(x + 0.5 * d.dx)
+    assert float(np.dot(d.g, dx.ravel())) < 0.0
+    assert turn(dx) == pytest.approx(math.atan(0.5 * math.tan(turn(d.dx))), rel=1e-3)
