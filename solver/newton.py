@@ -355,35 +355,31 @@ class Newton:
             g = np.where(fixed_dof, 0.0, T.grad)
             try:
                 if basis is None:
-                    dx, factor = self._linear_solve(T, g, fixed_dof, project, expected)
-                    unknowns, u = VertexUnknowns(fixed_dof), None
+                    u, factor = self._linear_solve(T, g, fixed_dof, project, expected)
+                    unknowns = VertexUnknowns(fixed_dof)
                 else:
-                    unknowns, u, factor = self._reduced_solve(ip, x, T, fixed_dof, (project, expected), on)
-                    dx = unknowns.expand(u)
+                    kind = (project, expected)
+                    unknowns, u, factor, gq = self._reduced_solve(ip, x, T, fixed_dof, kind, on)
             except NotPositiveDefinite:
                 mode, indefinite = next_mode(mode, Event.NOT_DEFINITE, on), True
                 continue
-            dx = dx.reshape(-1, 2)
-            if not np.all(np.isfinite(dx)):
+            if not np.all(np.isfinite(u)):
+                dx = unknowns.expand(u).reshape(-1, 2)
                 return Direction(g, T.magnitude, dx, majorize, mode, (), indefinite)
             if record and factor is not None and T.deficit:
                 with self.timers("exact_cg"):
                     u, negative = exact_model_step(
-                        factor.solve,
-                        unknowns.deficit_product(T),
-                        unknowns.reduce(g),
-                        dx.ravel() if u is None else u,
-                        unknowns.free,
-                        s,
+                        factor.solve, unknowns.deficit_product(T), unknowns.reduce(g), u, unknowns.free, s
                     )
-                dx, indefinite = unknowns.expand(u).reshape(-1, 2), indefinite or negative
+                indefinite = indefinite or negative
             rounds = on.regime_rounds and factor is not None
             if rounds:
                 with self.timers("regime_rounds"):
+                    dx = unknowns.expand(u).reshape(-1, 2)
                     newton = kinks.NewtonStep(g, dx, factor, unknowns, project, u)
                     dx, u = kinks.regime_consistent_step(ip, x, newton, majorize, s)
-            if basis is not None:
-                dx = _turned(ip, x, g, unknowns.q(u))
+            # (rigid bodies: each body's turn made exact)
+            dx = u.reshape(-1, 2) if basis is None else _turned(basis, x, gq, unknowns.q(u))
             zero_slip = ip.zero_slip_fractions(x, dx)
             hold = project and not (rounds and on.release_majorized)
             flips = tuple(f < 1.0 for f in zero_slip)
@@ -412,14 +408,14 @@ class Newton:
         return dx, factor
 
     def _reduced_solve(self, ip, x, T, fixed_dof, kind, on):
-        """(unknowns, u, factor): the Newton step of a scene with rigid bodies,
+        """(unknowns, u, factor, gq): the Newton step of a scene with rigid bodies,
         solved in the basis' unknowns q (solver/basis.py): B^T H B plus the
         Hessians given in q (inertia's, orthogonality's) for B^T g; u on the
         factorization's unknowns (a :class:`~solver.unknowns.BasisUnknowns`,
         which maps it to q and to dx = B dq: a straight step in q is one in x,
         so the line search and CCD stay in vertex space), and the factorization
         (None as in :meth:`_linear_solve`; the regime rounds and CG reuse it
-        through ``unknowns``).  kind: (project, expected) as in
+        through ``unknowns``), and B^T g (n_q,).  kind: (project, expected) as in
         :meth:`_linear_solve` (the expected stencils mapped to q).  Raises
         NotPositiveDefinite as :meth:`_linear_solve`."""
         p, (project, expected) = self.params, kind
@@ -439,16 +435,15 @@ class Newton:
                 step = factor.solve(rhs)
         if not project and not float(np.dot(rhs, step)) > 0.0 and np.any(rhs):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
-        return unknowns, step, factor
+        return unknowns, step, factor, gq
 
 
-def _turned(ip, x, g, dq):
+def _turned(basis, x, gq, dq):
     """The step dx (N, 2) of dq (n_q,) with each rigid body's turn made an
     exact rotation (:meth:`~solver.basis.AffineBasis.rotation_corrected`),
-    while that is still a descent direction for the gradient g (2N,)."""
-    basis = ip.basis
+    while that is still a descent direction for the gradient gq (n_q,)."""
     turned = basis.rotation_corrected(x, dq)
-    if float(np.dot(basis.reduce_gradient(g), turned)) < 0.0:
+    if float(np.dot(gq, turned)) < 0.0:
         dq = turned
     return basis.expand(dq)
 
