@@ -420,10 +420,15 @@ class Newton:
         NotPositiveDefinite as :meth:`_linear_solve`."""
         p, (project, expected) = self.params, kind
         with self.timers("linear_solve"):
-            r, c, v, gq = ip.reduced_system(x, T, project)
+            # the fixed vertex DOFs' rows are identity rows of x already, and so of q
+            r, c, v, gq = ip.reduced_system(x, T, project, fixed_dof)
             held = fixed_q(ip.basis, fixed_dof)  # sleeping rigid bodies' unknowns too
             gq = np.where(held, 0.0, gq)
-            system, rhs, free = held_system((r, c, v), gq, held, ip.basis.n_q - 6 * ip.basis.n_rigid)
+            first_rigid = ip.basis.n_q - 6 * ip.basis.n_rigid
+            if held[first_rigid:].any():  # a sleeping rigid body: the free unknowns only
+                system, rhs, free = held_system((r, c, v), gq, held, first_rigid)
+            else:
+                system, rhs, free = (r, c, v), -gq, None
             unknowns = BasisUnknowns(ip.basis, held, free)
             expected = unknowns.vertex_stencils(expected)
             factor = None
