@@ -34,13 +34,16 @@ from .linsolve import woodbury_solve
 class NewtonStep:
     """A Newton step and the system it solved: the gradient g (2N,), the step dx (N, 2), the
     Cholesky factorization of the Hessian (a :class:`~solver.linsolve.linalg.Factorization`;
-    the PSD-projected Hessian when ``project``) and the fixed DOFs (2N,) bool."""
+    the PSD-projected Hessian when ``project``) in the unknowns it solves for
+    (:mod:`solver.unknowns`: the vertex DOFs with the fixed ones held, or a basis' q), and
+    u: the step on those unknowns (None: dx.ravel())."""
 
     g: np.ndarray
     dx: np.ndarray
     factor: object
-    fixed_dof: np.ndarray
+    unknowns: object
     project: bool = False
+    u: np.ndarray | None = None
 
 
 def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
@@ -64,22 +67,24 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
     more than it saves) or is not a descent direction for the true
     gradient g (2N,) (the modified Hessian need not be definite), the plain
     Newton step is returned: a partial correction measured worse than none.
-    After the last round its step is kept.
+    After the last round its step is kept.  Returns (dx (N, 2), u: the step on
+    the factorization's unknowns, see :class:`NewtonStep`).
     """
-    g, dx, factor, fixed_dof, project = newton.g, newton.dx, newton.factor, newton.fixed_dof, newton.project
+    g, factor, unknowns, project = newton.g, newton.factor, newton.unknowns, newton.project
+    plain = newton.dx, newton.u
     sets = [(fs, m > 0) for fs, m in zip(ip.friction_sets, majorize, strict=True) if len(fs)]
     if not sets:
-        return dx
+        return plain
     disp = ip.displacement(x)
     slips = [friction.slip(fs, disp) for fs, _ in sets]
     at_x = [friction.regime(u, ip.eps) for u in slips]
     pieces = [r.copy() for r in at_x]
     flips = [np.zeros(len(r), np.int8) for r in at_x]
-    step = dx
+    step, u = plain
     for _ in range(settings.regime_rounds):
         changed = False
-        for (fs, held), u, piece, flip in zip(sets, slips, pieces, flips, strict=True):
-            lands = friction.regime(u + friction.slip(fs, step), ip.eps)
+        for (fs, held), slip, piece, flip in zip(sets, slips, pieces, flips, strict=True):
+            lands = friction.regime(slip + friction.slip(fs, step), ip.eps)
             moved = (lands != piece) & ~held
             if moved.any():
                 changed = True
@@ -87,12 +92,15 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
                 ahead = next_piece(piece[moved], lands[moved])
                 piece[moved] = np.where(flip[moved] >= settings.regime_switches, 0, ahead)
         if not changed:
-            return step
-        step = woodbury_step(ip, g, factor, fixed_dof, (sets, slips, at_x, pieces), settings, project)
-        if step is None or not float(np.dot(g, step)) < 0.0:
-            return dx
+            return step, u
+        u = woodbury_step(ip, g, factor, unknowns, (sets, slips, at_x, pieces), settings, project)
+        if u is None:
+            return plain
+        step = unknowns.expand(u)
+        if not float(np.dot(g, step)) < 0.0:
+            return plain
         step = step.reshape(-1, 2)
-    return step
+    return step, u
 
 
 def next_piece(piece, lands):
@@ -107,19 +115,18 @@ def next_piece(piece, lands):
     return np.where(piece == -lands, 0, lands).astype(piece.dtype)
 
 
-def woodbury_step(ip, g, factor, fixed_dof, model, settings, project=False):
+def woodbury_step(ip, g, factor, unknowns, model, settings, project=False):
     """The step with the contacts modelled on other pieces (see
-    :func:`piece_update`; model: its (sets, slips, at_x, pieces)): (2N,),
+    :func:`piece_update`; model: its (sets, slips, at_x, pieces)), on the
+    factorization's unknowns (:mod:`solver.unknowns`; the vertex DOFs: (2N,)),
     or None when more than settings.regime_max_contacts curvatures change
     (checked before the dense update columns are built: on a pile they
     would be N x hundreds) or the update is singular."""
-    n = len(g)
-    dg, bends = piece_update(ip, n, *model, project)
+    dg, bends = piece_update(ip, len(g), *model, project)
     if sum(len(dc) for _, _, dc in bends) > settings.regime_max_contacts:
         return None
-    free = ~fixed_dof
-    W, curvature = update_columns(bends, n)
-    return woodbury_solve(factor, -np.where(free, g + dg, 0.0), W * free[:, None], curvature)
+    W, curvature = unknowns.columns(bends)
+    return woodbury_solve(factor, -unknowns.reduce(g + dg), W, curvature)
 
 
 def piece_update(ip, n, sets, slips, at_x, pieces, project=False):
@@ -148,18 +155,6 @@ def piece_update(ip, n, sets, slips, at_x, pieces, project=False):
         bend = dc != 0.0
         bends.append((dofs[bend], w[bend], dc[bend]))
     return dg, bends
-
-
-def update_columns(bends, n):
-    """(W (n, r), curvature (r,)) of the bends of :func:`piece_update`: one
-    dense column per contact (its w scattered to its DOFs)."""
-    columns, curvatures = [np.zeros((n, 0))], [np.zeros(0)]
-    for dofs, w, dc in bends:
-        k = len(dc)
-        flat = (dofs * k + np.arange(k)[:, None]).ravel()
-        columns.append(np.bincount(flat, weights=w.ravel(), minlength=n * k).reshape(n, k))
-        curvatures.append(dc)
-    return np.concatenate(columns, axis=1), np.concatenate(curvatures)
 
 
 def next_majorize(majorize, flips, hold, iters):

@@ -60,6 +60,7 @@ from .contacts import ContactSet
 from .linsolve import BandOrdering, NotPositiveDefinite, factorize, solve
 from .profiling import NullTimers
 from .sleep import fixed_q, held_system
+from .unknowns import BasisUnknowns, VertexUnknowns
 
 
 @dataclass(frozen=True)
@@ -350,6 +351,7 @@ class Newton:
         s = self.settings
         on = _features(s, ip, fixed_dof)
         expected = cs.idx[~cs.pp]  # candidates that may come within dhat: the analysis may cover them
+        basis = getattr(ip, "basis", None)
         indefinite = False
         while True:
             project = mode.projected
@@ -357,28 +359,33 @@ class Newton:
             T = ip.gradient_hessian(x, cs, tuple(m > 0 for m in majorize), project, deficit=record)
             g = np.where(fixed_dof, 0.0, T.grad)
             try:
-                dq = None
-                if getattr(ip, "basis", None) is None:
-                    dx, factor = self._linear_solve(T, g, fixed_dof, project, expected)
+                if basis is None:
+                    u, factor = self._linear_solve(T, g, fixed_dof, project, expected)
+                    unknowns = VertexUnknowns(fixed_dof)
                 else:
-                    dx, factor, dq = self._reduced_solve(ip, x, T, fixed_dof, project)
+                    kind = (project, expected)
+                    unknowns, u, factor, gq = self._reduced_solve(ip, x, T, fixed_dof, kind, on)
             except NotPositiveDefinite:
                 mode, indefinite = next_mode(mode, Event.NOT_DEFINITE, on), True
                 continue
-            dx = dx.reshape(-1, 2)
-            if not np.all(np.isfinite(dx)):
+            if not np.all(np.isfinite(u)):
+                dx = unknowns.expand(u).reshape(-1, 2)
                 return Direction(g, T.magnitude, dx, majorize, mode, (), indefinite)
             if record and factor is not None and T.deficit:
                 with self.timers("exact_cg"):
-                    dx, negative = exact_model_step(
-                        factor.solve, T.deficit_product, g, dx.ravel(), ~fixed_dof, s
+                    u, negative = exact_model_step(
+                        factor.solve, unknowns.deficit_product(T), unknowns.reduce(g), u, unknowns.free, s
                     )
-                dx, indefinite = dx.reshape(-1, 2), indefinite or negative
+                indefinite = indefinite or negative
             rounds = on.regime_rounds and factor is not None
             if rounds:
                 with self.timers("regime_rounds"):
-                    newton = kinks.NewtonStep(g, dx, factor, fixed_dof, project)
-                    dx = kinks.regime_consistent_step(ip, x, newton, majorize, s)
+                    dx = unknowns.expand(u).reshape(-1, 2)
+                    newton = kinks.NewtonStep(g, dx, factor, unknowns, project, u)
+                    dx, u = kinks.regime_consistent_step(ip, x, newton, majorize, s)
+            # (rigid bodies: each body's turn made exact)
+            dq = None if basis is None else unknowns.q(u)  # before the turns (_shortened_turn)
+            dx = u.reshape(-1, 2) if basis is None else _turned(basis, x, gq, dq)
             zero_slip = ip.zero_slip_fractions(x, dx)
             hold = project and not (rounds and on.release_majorized)
             flips = tuple(f < 1.0 for f in zero_slip)
@@ -438,46 +445,63 @@ class Newton:
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
         return dx, factor
 
-    def _reduced_solve(self, ip, x, T, fixed_dof, project):
-        """(dx (2N,), None, dq): the Newton step of a scene with rigid bodies, solved
-        in the basis' unknowns q (solver/basis.py): B^T H B plus the Hessians
-        given in q (inertia's, orthogonality's) for B^T g, returned as dx = B dq (a straight step
-        in q is one in x: the line search and CCD stay in vertex space), each
-        rigid body's turn made an exact rotation
-        (:meth:`~solver.basis.AffineBasis.rotation_corrected`), and dq (n_q,)
-        the step in q before that correction (:meth:`_shortened_turn`).  No
-        factor is returned: the features reusing it are off (:func:`_features`).
-        Raises NotPositiveDefinite as :meth:`_linear_solve`."""
-        p = self.params
+    def _reduced_solve(self, ip, x, T, fixed_dof, kind, on):
+        """(unknowns, u, factor, gq): the Newton step of a scene with rigid bodies,
+        solved in the basis' unknowns q (solver/basis.py): B^T H B plus the
+        Hessians given in q (inertia's, orthogonality's) for B^T g; u on the
+        factorization's unknowns (a :class:`~solver.unknowns.BasisUnknowns`,
+        which maps it to q and to dx = B dq: a straight step in q is one in x,
+        so the line search and CCD stay in vertex space), and the factorization
+        (None as in :meth:`_linear_solve`; the regime rounds and CG reuse it
+        through ``unknowns``), and B^T g (n_q,).  kind: (project, expected) as in
+        :meth:`_linear_solve` (the expected stencils mapped to q).  Raises
+        NotPositiveDefinite as :meth:`_linear_solve`."""
+        p, (project, expected) = self.params, kind
         with self.timers("linear_solve"):
-            r, c, v, gq = ip.reduced_system(x, T, project)
+            # the fixed vertex DOFs' rows are identity rows of x already, and so of q
+            r, c, v, gq = ip.reduced_system(x, T, project, fixed_dof)
             held = fixed_q(ip.basis, fixed_dof)  # sleeping rigid bodies' unknowns too
             gq = np.where(held, 0.0, gq)
-            system, rhs, free = held_system((r, c, v), gq, held, ip.basis.n_q - 6 * ip.basis.n_rigid)
-            if project:
-                step = solve(*system, rhs, p.linear_solver, ordering=self.ordering)
+            first_rigid = ip.basis.n_q - 6 * ip.basis.n_rigid
+            if held[first_rigid:].any():  # a sleeping rigid body: the free unknowns only
+                system, rhs, free = held_system((r, c, v), gq, held, first_rigid)
             else:
-                step = _factorize(system, len(rhs), p.linear_solver, self.ordering, False).solve(rhs)
-            dq = step if free is None else np.bincount(free, step, len(gq))
-        newton = dq
-        if not project and not float(np.dot(gq, dq)) < 0.0 and np.any(gq):
+                system, rhs, free = (r, c, v), -gq, None
+            unknowns = BasisUnknowns(ip.basis, held, free)
+            expected = unknowns.vertex_stencils(expected)
+            factor = None
+            if not project or on.factor_projected:
+                factor = _factorize(system, len(rhs), p.linear_solver, self.ordering, project, expected)
+            if factor is None:
+                step = solve(*system, rhs, p.linear_solver, ordering=self.ordering, expected=expected)
+            else:
+                step = factor.solve(rhs)
+        if not project and not float(np.dot(rhs, step)) > 0.0 and np.any(rhs):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
-        # each rigid body's turn made an exact rotation, while still a descent direction
-        turned = ip.basis.rotation_corrected(x, dq)
-        if float(np.dot(gq, turned)) < 0.0:
-            dq = turned
-        return ip.basis.expand(dq).ravel(), None, newton
+        return unknowns, step, factor, gq
+
+
+def _turned(basis, x, gq, dq):
+    """The step dx (N, 2) of dq (n_q,) with each rigid body's turn made an
+    exact rotation (:meth:`~solver.basis.AffineBasis.rotation_corrected`),
+    while that is still a descent direction for the gradient gq (n_q,)."""
+    turned = basis.rotation_corrected(x, dq)
+    if float(np.dot(gq, turned)) < 0.0:
+        dq = turned
+    return basis.expand(dq)
 
 
 def _features(settings, ip, fixed_dof) -> Features:
     """The size-switched features of ip's system: by its DOFs, or with rigid
-    bodies by its reduced unknowns, without the features working on the
-    vertex-space factorization (CG on the exact Hessian, regime rounds)."""
+    bodies by its reduced unknowns q.  There the regime rounds work on the
+    reduced factorization (through :class:`~solver.unknowns.BasisUnknowns`);
+    CG on the exact Hessian is off: in q it saved no iterations
+    (docs/design/17-affine-bodies.md)."""
     basis = getattr(ip, "basis", None)
     if basis is None:
         return settings.features(len(fixed_dof))
     on = settings.features(basis.n_q)
-    return Features(on.projected_start, exact_cg=False, regime_rounds=False, release_majorized=False)
+    return Features(on.projected_start, False, on.regime_rounds, on.release_majorized)
 
 
 def exact_model_step(solve, deficit_product, g, step, free, settings):

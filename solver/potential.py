@@ -113,13 +113,18 @@ class IncrementalPotential:
                 term.gradient_hessian(x, cs, T, project, majorized.get(term))
         return T
 
-    def reduced_system(self, x, T, project):
+    def reduced_system(self, x, T, project, fixed_dof=None):
         """(rows, cols, vals, grad): the system of T (assembled at x by
         :meth:`gradient_hessian`) in the basis' unknowns q, B^T H B plus the
-        Hessians given in q (inertia's, the orthogonality energy's), and B^T grad.  Only with a basis."""
+        Hessians given in q (inertia's, the orthogonality energy's), and B^T grad.  Only with a basis.
+        fixed_dof (2N,) bool (optional): H's fixed rows and columns made identity first
+        (``Triplets.system``: block by block)."""
         b = self.basis
         reduce = getattr(type(b), "reduce_hessian", None)  # (stiff bodies: per entry)
-        parts = [b.reduce_triplets(*T.arrays()) if reduce is None else reduce(b, T)]
+        if reduce is not None and (fixed_dof is None or not fixed_dof.any()):
+            parts = [reduce(b, T)]
+        else:
+            parts = [b.reduce_triplets(*(T.arrays() if fixed_dof is None else T.system(fixed_dof)))]
         # the terms whose Hessian is given in q (inertia's B^T M B, orthogonality)
         parts += [t.reduced_hessian(x, project) for t in self.terms if hasattr(t, "reduced_hessian")]
         r, c, v = (np.concatenate(a) for a in zip(*parts, strict=True))

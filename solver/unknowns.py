@@ -1,0 +1,134 @@
+"""The unknowns a Newton system is solved for, and how vertex-space vectors
+map to them.
+
+Without reduced bodies the unknowns are the vertex DOFs, the fixed ones held
+as identity rows (:class:`VertexUnknowns`).  With rigid or stiff bodies
+(:mod:`solver.basis`) they are q, x = B q (:class:`BasisUnknowns`): a
+vertex-space gradient or update vector v maps to B^T v, a solution u back to
+B u.  The features that reuse the system's factorization (the regime rounds'
+Woodbury updates, CG on the exact Hessian) read and write through this map,
+so they are one code for both: the reduced matrix K = B^T H B (+ the
+Hessians given in q) is one sparse SPD matrix, a friction contact's rank-1
+curvature change c w w^T in x is c (B^T w)(B^T w)^T in q, and the deficit N
+that PSD projection added in x is B^T N B in q
+(docs/design/17-affine-bodies.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .basis import AffineBasis
+
+
+@dataclass(frozen=True)
+class VertexUnknowns:
+    """The vertex DOFs (2N,), the fixed ones (fixed_dof (2N,) bool) held."""
+
+    fixed_dof: np.ndarray
+
+    @property
+    def free(self):
+        """(2N,) bool: the unknowns not held."""
+        return ~self.fixed_dof
+
+    def reduce(self, v):
+        """The vertex-space vector v (2N,) on the unknowns (held ones zeroed)."""
+        return np.where(self.free, v, 0.0)
+
+    def expand(self, u):
+        """The unknowns' vector u as a vertex-space vector (2N,)."""
+        return u
+
+    def columns(self, bends):
+        """(W (2N, r), curvature (r,)): the rank-1 terms c w w^T of bends, a list
+        of (dofs (k, s), w (k, s), c (k,)) vertex stencil vectors, as dense
+        columns on the unknowns (held rows zeroed)."""
+        W, curvature = dense_columns(bends, len(self.fixed_dof))
+        return W * self.free[:, None], curvature
+
+    def deficit_product(self, T):
+        """N p on the unknowns for the deficit N that T's projection recorded."""
+        return T.deficit_product
+
+
+@dataclass(frozen=True)
+class BasisUnknowns:
+    """q of the basis (x = B q), the held ones (held (n_q,) bool) zeroed; the
+    factorization solves for them all (free None, held as identity rows) or
+    for the free ones only, renumbered (free: their ids in q)."""
+
+    basis: object
+    held: np.ndarray
+    free_ids: np.ndarray | None
+
+    @property
+    def free(self):
+        """(n,) bool on the factorization's unknowns: those not held."""
+        return ~self.held if self.free_ids is None else np.ones(len(self.free_ids), bool)
+
+    def q(self, u):
+        """(n_q,) the factorization's unknowns u as q (held ones zero)."""
+        return u if self.free_ids is None else np.bincount(self.free_ids, u, len(self.held))
+
+    def reduce(self, v):
+        """B^T v for a vertex-space vector v (2N,), held unknowns zeroed."""
+        vq = np.where(self.held, 0.0, self.basis.reduce_gradient(v))
+        return vq if self.free_ids is None else vq[self.free_ids]
+
+    def expand(self, u):
+        """B u as a vertex-space vector (2N,)."""
+        return self.basis.expand(self.q(u)).ravel()
+
+    def columns(self, bends):
+        """(W (n, r), curvature (r,)): the rank-1 terms c w w^T of bends (see
+        :meth:`VertexUnknowns.columns`) as c (B^T w)(B^T w)^T, dense columns
+        on the factorization's unknowns.  An affine basis maps each stencil
+        vector on its own (a vertex DOF's entry to its three q DOFs with the
+        basis' weights); another (stiff bodies) reduces the dense columns."""
+        b = self.basis
+        if isinstance(b, AffineBasis):
+            shape = [(len(d), 3 * d.shape[1]) for d, _, _ in bends]
+            bends = [
+                (b.slots[d].reshape(k), (w[:, :, None] * b.weights[d]).reshape(k), c)
+                for (d, w, c), k in zip(bends, shape, strict=True)
+            ]
+            W, curvature = dense_columns(bends, b.n_q)
+        else:
+            Wx, curvature = dense_columns(bends, len(b.rigid_dof))
+            W = np.stack([b.reduce_gradient(w) for w in Wx.T] + [np.zeros(b.n_q)], axis=1)[:, :-1]
+        W = W * (~self.held)[:, None]
+        return (W if self.free_ids is None else W[self.free_ids]), curvature
+
+    def vertex_stencils(self, idx):
+        """Vertex stencils idx (s, k) as stencils (s, 6 k) of the q DOF pairs
+        (the sparse Cholesky's vertices, q DOFs 2j and 2j + 1) their DOFs
+        depend on: a rigid vertex's the three of its body; None when the
+        factorization solves for the free unknowns only (renumbered) or the
+        basis is not an affine one."""
+        b = self.basis
+        if self.free_ids is not None or not isinstance(b, AffineBasis):
+            return None
+        dofs = 2 * idx[:, :, None] + np.arange(2)  # (s, k, 2)
+        slots = b.slots[dofs]  # (s, k, 2, 3)
+        slots = np.where(b.weights[dofs] != 0.0, slots, slots[..., :1])  # unused slots: the first
+        return (slots // 2).reshape(len(idx), 6 * idx.shape[1])
+
+    def deficit_product(self, T):
+        """B^T N B p for the deficit N (in x) that T's projection recorded."""
+        return lambda p: self.reduce(T.deficit_product(self.expand(p)))
+
+
+def dense_columns(bends, n):
+    """(W (n, r), curvature (r,)) of bends, a list of (dofs (k, s), w (k, s),
+    c (k,)) stencil vectors: one dense column per stencil (its w scattered
+    to its DOFs, repeated DOFs summed)."""
+    columns, curvatures = [np.zeros((n, 0))], [np.zeros(0)]
+    for dofs, w, dc in bends:
+        k = len(dc)
+        flat = (dofs * k + np.arange(k)[:, None]).ravel()
+        columns.append(np.bincount(flat, weights=w.ravel(), minlength=n * k).reshape(n, k))
+        curvatures.append(dc)
+    return np.concatenate(columns, axis=1), np.concatenate(curvatures)
