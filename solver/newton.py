@@ -492,15 +492,18 @@ def _turned(basis, x, gq, dq):
 
 
 def _features(settings, ip, fixed_dof) -> Features:
-    """The size-switched features of ip's system: by its DOFs, or with rigid
-    bodies by its reduced unknowns q.  There the regime rounds work on the
+    """The size-switched features of ip's system, by its vertex DOFs also when
+    it is solved in a basis' unknowns q: what a feature saves is iterations,
+    and an iteration's cost (contacts, CCD, the line search) follows the
+    vertices, not q (S4R: 604 unknowns, 16,204 vertex DOFs;
+    docs/design/17-affine-bodies.md).  There the regime rounds work on the
     reduced factorization (through :class:`~solver.unknowns.BasisUnknowns`);
     CG on the exact Hessian is off: in q it saved no iterations
     (docs/design/17-affine-bodies.md)."""
     basis = getattr(ip, "basis", None)
     if basis is None:
         return settings.features(len(fixed_dof))
-    on = settings.features(basis.n_q)
+    on = settings.features(len(fixed_dof))
     return Features(on.projected_start, False, on.regime_rounds, on.release_majorized)
 
 
