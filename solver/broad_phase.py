@@ -72,6 +72,22 @@ class Groups:
         g = self.point[pi]
         return (g != self.edge[ei]) | ~self.apart[g]
 
+    @classmethod
+    def moving(cls, point_moves, edge_moves):
+        """Two groups: the primitives that stand still (apart: their pairs among
+        themselves are not formed) and those that move, by (P,) and (E,) bool."""
+        return cls(point_moves.astype(np.intp), edge_moves.astype(np.intp), np.array([True, False]))
+
+    def with_held(self, point_held, edge_held):
+        """These groups with the held primitives ((P,), (E,) bool: sleeping
+        bodies, colliders standing still) moved to one more group, apart."""
+        held = len(self.apart)
+        return Groups(
+            np.where(point_held, held, self.point),
+            np.where(edge_held, held, self.edge),
+            np.append(self.apart, True),
+        )
+
 
 def candidates(plo, phi, elo, ehi, cell=None, groups=None):
     """All (point, edge) index pairs whose boxes overlap, but those within
@@ -79,7 +95,57 @@ def candidates(plo, phi, elo, ehi, cell=None, groups=None):
 
     plo/phi: (P,2) point boxes; elo/ehi: (E,2) edge boxes.
     Returns (pi, ei) int arrays, unique pairs, sorted by point, then edge.
+
+    With groups, a primitive of an apart group that overlaps no other group's
+    box is left out before the grid (a sleeping pile away from the awake
+    bodies, bodies away from a moving collider); the others are searched and
+    numbered back in order.
     """
+    if groups is not None and len(plo) * len(elo) > BRUTE_FORCE_MAX:
+        p_near, e_near = _near_other_groups(plo, phi, elo, ehi, groups)
+        if not (p_near.all() and e_near.all()):
+            pidx, eidx = np.flatnonzero(p_near), np.flatnonzero(e_near)
+            sub = Groups(groups.point[pidx], groups.edge[eidx], groups.apart)
+            pi, ei = _candidates(plo[pidx], phi[pidx], elo[eidx], ehi[eidx], cell, sub)
+            return pidx[pi], eidx[ei]
+    return _candidates(plo, phi, elo, ehi, cell, groups)
+
+
+def _near_other_groups(plo, phi, elo, ehi, groups):
+    """(P,), (E,) bool: the points and edges that may pair with a primitive of
+    another group (every one of a group that is not apart): a point must
+    overlap the union of the other groups' edge boxes, an edge that of their
+    point boxes."""
+    n = len(groups.apart)
+    near = []
+    for lo, hi, group, olo, ohi, ogroup in (
+        (plo, phi, groups.point, elo, ehi, groups.edge),
+        (elo, ehi, groups.edge, plo, phi, groups.point),
+    ):
+        ulo, uhi = _all_but_one(olo, ohi, ogroup, n)
+        ulo, uhi = ulo[group], uhi[group]
+        overlap = np.all(lo <= uhi, axis=1) & np.all(ulo <= hi, axis=1)
+        near.append(overlap | ~groups.apart[group])
+    return near
+
+
+def _all_but_one(lo, hi, group, n):
+    """(n, 2) lo/hi: per group g, the box around the boxes lo/hi (m, 2) of the
+    groups other than g (empty: +inf / -inf)."""
+    glo, ghi = np.full((n, 2), np.inf), np.full((n, 2), -np.inf)
+    np.minimum.at(glo, group, lo)
+    np.maximum.at(ghi, group, hi)
+    out = []
+    for g, grow, fill in ((glo, np.minimum, np.inf), (ghi, np.maximum, -np.inf)):
+        pad = np.full((1, 2), fill)
+        before = grow.accumulate(np.concatenate([pad, g[:-1]]), axis=0)
+        after = grow.accumulate(np.concatenate([g[1:], pad])[::-1], axis=0)[::-1]
+        out.append(grow(before, after))
+    return out
+
+
+def _candidates(plo, phi, elo, ehi, cell, groups):
+    """candidates() on every primitive given."""
     if len(plo) == 0 or len(elo) == 0:
         return np.zeros(0, np.intp), np.zeros(0, np.intp)
     if len(plo) * len(elo) <= BRUTE_FORCE_MAX:
@@ -206,7 +272,13 @@ def _covers(reference, query):
     groups ask for (None: no group apart)."""
     if reference is None or reference is query:
         return True
-    return query is not None and not np.any(reference.apart & ~query.apart)
+    if query is None or len(query.apart) != len(reference.apart):
+        return False
+    same = all(
+        a is b or np.array_equal(a, b)
+        for a, b in ((reference.point, query.point), (reference.edge, query.edge))
+    )
+    return same and not np.any(reference.apart & ~query.apart)
 
 
 def _inside(boxes, reference):

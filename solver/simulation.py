@@ -27,7 +27,7 @@ import numpy as np
 
 from . import barrier, barrier_stiffness, ccd, fields, links, motion_check
 from .animated import AnimatedModel
-from .broad_phase import CandidateCache
+from .broad_phase import CandidateCache, Groups
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
 from .distance import case_and_distance_sq
@@ -555,9 +555,18 @@ class Simulation:
             )
 
     def _groups(self, x0, x1, pad):
-        """The broad phase's groups of a query (None without rigid bodies): the
-        rigid bodies that cannot meet themselves over x0 -> x1 (solver/rigid_gaps.py)."""
-        return None if self._rigid_gaps is None else self._rigid_gaps.groups(x0, x1, pad)
+        """The broad phase's groups of a query (None without rigid bodies and
+        nothing asleep): the rigid bodies that cannot meet themselves over x0 ->
+        x1 (solver/rigid_gaps.py); what Sleep holds in one more, whose pairs
+        among themselves Sleep.keep drops anyway."""
+        m = self.model
+        groups = None if self._rigid_gaps is None else self._rigid_gaps.groups(x0, x1, pad)
+        held = self._sleep.held if self._sleep.enabled else None
+        if held is None:
+            return groups
+        if groups is None:
+            groups = Groups(m.owner[m.points], m.owner[m.edges[:, 0]], np.zeros(len(m.names), bool))
+        return groups.with_held(held[m.points], held[m.edges].all(axis=1))
 
     def _ccd_step(self, x, dx, cs):
         """Largest fraction of dx that is collision-free (point-edge and half-planes)."""
