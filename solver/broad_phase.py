@@ -96,10 +96,10 @@ def candidates(plo, phi, elo, ehi, cell=None, groups=None):
     plo/phi: (P,2) point boxes; elo/ehi: (E,2) edge boxes.
     Returns (pi, ei) int arrays, unique pairs, sorted by point, then edge.
 
-    With groups, a primitive of an apart group that overlaps no other group's
-    box is left out before the grid (a sleeping pile away from the awake
-    bodies, bodies away from a moving collider); the others are searched and
-    numbered back in order.
+    With groups, the primitives of a large apart group that overlap no other
+    group's boxes are left out before the grid (a sleeping pile away from the
+    awake bodies, bodies away from a moving collider); the others are
+    searched and numbered back in order.
     """
     if groups is not None and len(plo) * len(elo) > BRUTE_FORCE_MAX:
         p_near, e_near = _near_other_groups(plo, phi, elo, ehi, groups)
@@ -113,35 +113,28 @@ def candidates(plo, phi, elo, ehi, cell=None, groups=None):
 
 def _near_other_groups(plo, phi, elo, ehi, groups):
     """(P,), (E,) bool: the points and edges that may pair with a primitive of
-    another group (every one of a group that is not apart): a point must
-    overlap the union of the other groups' edge boxes, an edge that of their
-    point boxes."""
-    n = len(groups.apart)
-    near = []
-    for lo, hi, group, olo, ohi, ogroup in (
-        (plo, phi, groups.point, elo, ehi, groups.edge),
-        (elo, ehi, groups.edge, plo, phi, groups.point),
-    ):
-        ulo, uhi = _all_but_one(olo, ohi, ogroup, n)
-        ulo, uhi = ulo[group], uhi[group]
-        overlap = np.all(lo <= uhi, axis=1) & np.all(ulo <= hi, axis=1)
-        near.append(overlap | ~groups.apart[group])
-    return near
+    another group.  Only the largest apart group is culled, when it holds more
+    than half of the points (what stands still, what Sleep holds; a per-group
+    test costs more than it saves on a pile of bodies alike): its points must
+    overlap the box around the other groups' edges, its edges the box around
+    the other groups' points."""
+    apart_points = np.where(groups.apart[groups.point], groups.point, -1)
+    counts = np.bincount(apart_points + 1, minlength=len(groups.apart) + 1)[1:]
+    big = int(np.argmax(counts))
+    if 2 * counts[big] <= len(plo):
+        return np.ones(len(plo), bool), np.ones(len(elo), bool)
+    in_p, in_e = groups.point == big, groups.edge == big
+    return ~in_p | _overlaps(plo, phi, elo[~in_e], ehi[~in_e]), ~in_e | _overlaps(
+        elo, ehi, plo[~in_p], phi[~in_p]
+    )
 
 
-def _all_but_one(lo, hi, group, n):
-    """(n, 2) lo/hi: per group g, the box around the boxes lo/hi (m, 2) of the
-    groups other than g (empty: +inf / -inf)."""
-    glo, ghi = np.full((n, 2), np.inf), np.full((n, 2), -np.inf)
-    np.minimum.at(glo, group, lo)
-    np.maximum.at(ghi, group, hi)
-    out = []
-    for g, grow, fill in ((glo, np.minimum, np.inf), (ghi, np.maximum, -np.inf)):
-        pad = np.full((1, 2), fill)
-        before = grow.accumulate(np.concatenate([pad, g[:-1]]), axis=0)
-        after = grow.accumulate(np.concatenate([g[1:], pad])[::-1], axis=0)[::-1]
-        out.append(grow(before, after))
-    return out
+def _overlaps(lo, hi, olo, ohi):
+    """(n,) bool: which boxes lo/hi (n, 2) overlap the box around the boxes olo/ohi (m, 2)."""
+    if len(olo) == 0:
+        return np.zeros(len(lo), bool)
+    blo, bhi = olo.min(axis=0), ohi.max(axis=0)
+    return np.all(lo <= bhi, axis=1) & np.all(blo <= hi, axis=1)
 
 
 def _candidates(plo, phi, elo, ehi, cell, groups):

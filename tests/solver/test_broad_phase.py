@@ -188,3 +188,24 @@ def test_the_cache_searches_again_when_a_query_joins_a_group_it_skipped():
         want = candidates(plo, phi, elo, ehi, groups=groups)
         for a, b in zip(got, want, strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("moving_share", [0.0, 0.02, 0.3, 1.0])
+def test_what_stands_still_is_left_out_but_its_pairs_with_what_moves(moving_share):
+    """Groups.moving and with_held: the still (held) primitives far from what moves are
+    culled before the grid; the pairs are the brute-force ones but still-still ones."""
+    from solver.broad_phase import Groups
+
+    rng = np.random.default_rng(11)
+    n = 400
+    plo, phi = random_boxes(rng, n, 1.0, "mixed")
+    elo, ehi = random_boxes(rng, n, 1.0, "mixed")
+    p_moves, e_moves = rng.random(n) < moving_share, rng.random(n) < moving_share
+    owners = Groups(rng.integers(0, 5, n), rng.integers(0, 5, n), np.array([True, False, True, False, False]))
+    for groups in (Groups.moving(p_moves, e_moves), owners.with_held(~p_moves, ~e_moves)):
+        pi, ei = candidates(plo, phi, elo, ehi, groups=groups)
+        want = {
+            (i, j) for i, j in brute_pairs(plo, phi, elo, ehi) if groups.keep(np.array([i]), np.array([j]))[0]
+        }
+        assert set(zip(pi.tolist(), ei.tolist(), strict=True)) == want
+        assert np.all(np.diff(pi * n + ei) > 0)
