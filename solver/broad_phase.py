@@ -5,7 +5,14 @@ points inflated by ``pad``); boxes are rasterised into grid cells, the
 (cell, edge) list is sorted once and every (cell, point) entry finds its
 edges with ``searchsorted`` -- all vectorised, roughly linear in the number
 of primitives.  The brute-force all-pairs version is kept as a test oracle.
+
+Primitives belong to groups (the objects): a query may ask for none of a
+group's own pairs (:class:`Groups`, ``apart``), which the grid then skips
+while it joins each cell's points and edges, before any pair is formed (a
+rigid pile's own boundary pairs outnumber its contacts by far; design 17).
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,17 +58,96 @@ def _cell_size(plo, phi, elo, ehi):
     return max(size, 1e-12)
 
 
-def candidates(plo, phi, elo, ehi, cell=None):
-    """All (point, edge) index pairs whose boxes overlap.
+@dataclass(frozen=True)
+class Groups:
+    """The group (object) of each primitive, point (P,) and edge (E,), and
+    apart (G,) bool: the groups whose own point-edge pairs a query skips."""
+
+    point: np.ndarray
+    edge: np.ndarray
+    apart: np.ndarray
+
+    def keep(self, pi, ei):
+        """(n,) bool: which pairs (pi, ei) are not within one apart group."""
+        g = self.point[pi]
+        return (g != self.edge[ei]) | ~self.apart[g]
+
+    @classmethod
+    def moving(cls, point_moves, edge_moves):
+        """Two groups: the primitives that stand still (apart: their pairs among
+        themselves are not formed) and those that move, by (P,) and (E,) bool."""
+        return cls(point_moves.astype(np.intp), edge_moves.astype(np.intp), np.array([True, False]))
+
+    def with_held(self, point_held, edge_held):
+        """These groups with the held primitives ((P,), (E,) bool: sleeping
+        bodies, colliders standing still) moved to one more group, apart."""
+        held = len(self.apart)
+        return Groups(
+            np.where(point_held, held, self.point),
+            np.where(edge_held, held, self.edge),
+            np.append(self.apart, True),
+        )
+
+
+def candidates(plo, phi, elo, ehi, cell=None, groups=None):
+    """All (point, edge) index pairs whose boxes overlap, but those within
+    one of the apart groups (groups: a :class:`Groups`, None: none apart).
 
     plo/phi: (P,2) point boxes; elo/ehi: (E,2) edge boxes.
-    Returns (pi, ei) int arrays, unique pairs, any order.
+    Returns (pi, ei) int arrays, unique pairs, sorted by point, then edge.
+
+    With groups, the primitives of a large apart group that overlap no other
+    group's boxes are left out before the grid (a sleeping pile away from the
+    awake bodies, bodies away from a moving collider); the others are
+    searched and numbered back in order.
     """
+    if groups is not None and len(plo) * len(elo) > BRUTE_FORCE_MAX:
+        p_near, e_near = _near_other_groups(plo, phi, elo, ehi, groups)
+        if not (p_near.all() and e_near.all()):
+            pidx, eidx = np.flatnonzero(p_near), np.flatnonzero(e_near)
+            sub = Groups(groups.point[pidx], groups.edge[eidx], groups.apart)
+            pi, ei = _candidates(plo[pidx], phi[pidx], elo[eidx], ehi[eidx], cell, sub)
+            return pidx[pi], eidx[ei]
+    return _candidates(plo, phi, elo, ehi, cell, groups)
+
+
+def _near_other_groups(plo, phi, elo, ehi, groups):
+    """(P,), (E,) bool: the points and edges that may pair with a primitive of
+    another group.  Only the largest apart group is culled, when it holds more
+    than half of the points (what stands still, what Sleep holds; a per-group
+    test costs more than it saves on a pile of bodies alike): its points must
+    overlap the box around the other groups' edges, its edges the box around
+    the other groups' points."""
+    apart_points = np.where(groups.apart[groups.point], groups.point, -1)
+    counts = np.bincount(apart_points + 1, minlength=len(groups.apart) + 1)[1:]
+    big = int(np.argmax(counts))
+    if 2 * counts[big] <= len(plo):
+        return np.ones(len(plo), bool), np.ones(len(elo), bool)
+    in_p, in_e = groups.point == big, groups.edge == big
+    return ~in_p | _overlaps(plo, phi, elo[~in_e], ehi[~in_e]), ~in_e | _overlaps(
+        elo, ehi, plo[~in_p], phi[~in_p]
+    )
+
+
+def _overlaps(lo, hi, olo, ohi):
+    """(n,) bool: which boxes lo/hi (n, 2) overlap the box around the boxes olo/ohi (m, 2)."""
+    if len(olo) == 0:
+        return np.zeros(len(lo), bool)
+    blo, bhi = olo.min(axis=0), ohi.max(axis=0)
+    return np.all(lo <= bhi, axis=1) & np.all(blo <= hi, axis=1)
+
+
+def _candidates(plo, phi, elo, ehi, cell, groups):
+    """candidates() on every primitive given."""
     if len(plo) == 0 or len(elo) == 0:
         return np.zeros(0, np.intp), np.zeros(0, np.intp)
     if len(plo) * len(elo) <= BRUTE_FORCE_MAX:
         # tiny scenes: one dense comparison beats the hashing overhead
-        return candidates_brute_force(plo, phi, elo, ehi)
+        pi, ei = candidates_brute_force(plo, phi, elo, ehi)
+        if groups is not None:
+            ok = groups.keep(pi, ei)
+            pi, ei = pi[ok], ei[ok]
+        return pi, ei
     if cell is None:
         cell = _cell_size(plo, phi, elo, ehi)
     origin = np.minimum(plo.min(axis=0), elo.min(axis=0))
@@ -76,6 +162,21 @@ def candidates(plo, phi, elo, ehi, cell=None):
     rows = int(max(pcy.max(), ecy.max())) + 1
     n_cells = (int(max(pcx.max(), ecx.max())) + 1) * rows
     pkey, ekey = pcx * rows + pcy, ecx * rows + ecy
+    if groups is None:
+        pi, ei = _join_cells(pbox, pkey, ebox, ekey, n_cells)
+    else:
+        pi, ei = _join_cells_apart(pbox, pkey, ebox, ekey, groups)
+    # exact box overlap (one axis at a time), then de-duplicate (a pair can share several cells)
+    ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
+    ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])
+    pi, ei = pi[ok], ei[ok]
+    key = sorted_unique(pi.astype(np.int64) * len(elo) + ei)
+    return (key // len(elo)).astype(np.intp), (key % len(elo)).astype(np.intp)
+
+
+def _join_cells(pbox, pkey, ebox, ekey, n_cells):
+    """(point, edge) box ids of every point entry and edge entry sharing a cell
+    (pkey, ekey: the entries' cells)."""
     # the edge entries of each point entry's cell: a run of the edge entries sorted by cell
     order = np.argsort(ekey, kind="stable")
     ebox = ebox[order]
@@ -87,15 +188,39 @@ def candidates(plo, phi, elo, ehi, cell=None):
         ekey = ekey[order]
         lo = np.searchsorted(ekey, pkey, side="left")
         n = np.searchsorted(ekey, pkey, side="right") - lo
+    return _expand_runs(pbox, lo, n, ebox)
+
+
+def _join_cells_apart(pbox, pkey, ebox, ekey, groups):
+    """_join_cells without the pairs within one apart group: entries keyed by
+    (cell, group), edges sorted by that key; a point entry of an apart group
+    takes its cell's run but for its own group's part of it (two runs).  The
+    point entries are sorted too: binary searches for sorted keys are several
+    times faster (they stay in the part of the array the last one read)."""
+    n_groups = len(groups.apart)
+    ekey = ekey * n_groups + groups.edge[ebox]
+    order = np.argsort(ekey, kind="stable")
+    ebox, ekey = ebox[order], ekey[order]
+    pg = groups.point[pbox]
+    pkey = pkey * n_groups + pg
+    order = np.argsort(pkey, kind="stable")
+    pbox, pkey, pg = pbox[order], pkey[order], pg[order]
+    cell = pkey - pg
+    lo = np.searchsorted(ekey, cell)
+    hi = np.searchsorted(ekey, cell + n_groups)
+    # the own group's part: empty for a point of a group that is not apart
+    own_lo = np.searchsorted(ekey, pkey)
+    own_hi = np.where(groups.apart[pg], np.searchsorted(ekey, pkey + 1), own_lo)
+    both = np.concatenate([pbox, pbox])
+    return _expand_runs(both, np.concatenate([lo, own_hi]), np.concatenate([own_lo - lo, hi - own_hi]), ebox)
+
+
+def _expand_runs(pbox, lo, n, ebox):
+    """(pi, ei): each pbox[k] paired with ebox[lo[k] : lo[k] + n[k]]."""
     pi = np.repeat(pbox, n)
     start = np.cumsum(n) - n
     ei = ebox[np.repeat(lo, n) + np.arange(n.sum()) - np.repeat(start, n)]
-    # exact box overlap (one axis at a time), then de-duplicate (a pair can share several cells)
-    ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
-    ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])
-    pi, ei = pi[ok], ei[ok]
-    key = sorted_unique(pi.astype(np.int64) * len(elo) + ei)
-    return (key // len(elo)).astype(np.intp), (key % len(elo)).astype(np.intp)
+    return pi, ei
 
 
 class CandidateCache:
@@ -112,21 +237,41 @@ class CandidateCache:
 
     def __init__(self):
         self._reference = None  # (plo, phi, elo, ehi, pi, ei) of the last full search
+        self._groups = None  # the groups it was made with
 
-    def pairs(self, plo, phi, elo, ehi, margins):
+    def pairs(self, plo, phi, elo, ehi, margins, groups=None):
         """(pi, ei): the pairs whose boxes overlap, as candidates(plo, phi,
-        elo, ehi); first a full search on the boxes inflated by margins (the
-        points', the edges': scalars or (n, 1)) when they are not inside the
-        reference ones."""
+        elo, ehi, groups=groups); first a full search on the boxes inflated
+        by margins (the points', the edges': scalars or (n, 1)) when they are
+        not inside the reference ones, or when it skipped a group's own pairs
+        that this query asks for."""
         ref = self._reference
-        if ref is None or not _inside((plo, phi, elo, ehi), ref[:4]):
+        fresh = ref is None or not _inside((plo, phi, elo, ehi), ref[:4])
+        if fresh or not _covers(self._groups, groups):
             pm, em = margins
             wide = (plo - pm, phi + pm, elo - em, ehi + em)
-            ref = self._reference = (*wide, *candidates(*wide))
+            ref = self._reference = (*wide, *candidates(*wide, groups=groups))
+            self._groups = groups
         pi, ei = ref[4], ref[5]
         ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
         ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])
+        if groups is not None and groups is not self._groups:
+            ok &= groups.keep(pi, ei)
         return pi[ok], ei[ok]
+
+
+def _covers(reference, query):
+    """Whether a search with the reference groups found every pair the query's
+    groups ask for (None: no group apart)."""
+    if reference is None or reference is query:
+        return True
+    if query is None or len(query.apart) != len(reference.apart):
+        return False
+    same = all(
+        a is b or np.array_equal(a, b)
+        for a, b in ((reference.point, query.point), (reference.edge, query.edge))
+    )
+    return same and not np.any(reference.apart & ~query.apart)
 
 
 def _inside(boxes, reference):

@@ -46,12 +46,15 @@ class ContactSet:
         return ContactSet(self.idx[mask], self.coef[mask], self.pp[mask])
 
 
-def candidate_stencils(model, x0, x1, pad, cache=None):
+def candidate_stencils(model, x0, x1, pad, cache=None, groups=None):
     """Point-edge stencils (n,3) whose swept boxes (x0 -> x1) come within pad.
     cache (optional): a :class:`~solver.broad_phase.CandidateCache` to search
-    (the same stencils), each box's margin the larger of pad and its motion."""
+    (the same stencils), each box's margin the larger of pad and its motion.
+    groups (optional): a :class:`~solver.broad_phase.Groups`, the objects whose
+    own pairs are skipped (solver/rigid_gaps.py)."""
     pts, edges = model.points, model.edges
-    plo, phi = point_boxes(x0[pts], x1[pts], pad)
+    p0, p1 = x0[pts], x1[pts]
+    plo, phi = point_boxes(p0, p1, pad)
     elo, ehi = edge_boxes(x0, x1, edges)
     eligible = model.pair_eligible
     if eligible is not None:
@@ -59,12 +62,14 @@ def candidate_stencils(model, x0, x1, pad, cache=None):
         pi, ei = np.nonzero(overlap_matrix(plo, phi, elo, ehi) & eligible)
         return np.column_stack([pts[pi], edges[ei]])
     if cache is None:
-        pi, ei = candidates(plo, phi, elo, ehi)
+        pi, ei = candidates(plo, phi, elo, ehi, groups=groups)
     else:
         # a primitive that moved far is likely to move on: a wider margin for it alone
-        motion = np.maximum(np.abs(x1 - x0).max(axis=1), pad)
+        # (measured on the points, which hold every edge's ends: not on interior vertices)
+        motion = np.zeros(len(x0))
+        motion[pts] = np.maximum(np.abs(p1 - p0).max(axis=1), pad)
         margins = motion[pts][:, None], np.maximum(motion[edges[:, 0]], motion[edges[:, 1]])[:, None]
-        pi, ei = cache.pairs(plo, phi, elo, ehi, margins)
+        pi, ei = cache.pairs(plo, phi, elo, ehi, margins, groups)
     p, e = pts[pi], edges[ei]
     keep = model.may_contact(p, e[:, 0], e[:, 1])
     return np.column_stack([p[keep], e[keep]])

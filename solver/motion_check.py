@@ -39,10 +39,11 @@ class MotionCheckSettings:
     failed_splits: int = 2
 
 
-def crossing_stencils(model, x0, x1):
+def crossing_stencils(model, x0, x1, groups=None):
     """(k, 3) point-edge stencils [p, e0, e1] whose point meets the edge on the
-    straight motion from x0 to x1 (N, 2)."""
-    st = candidate_stencils(model, x0, x1, 0.0)
+    straight motion from x0 to x1 (N, 2).  groups: the broad phase's (objects
+    that cannot meet themselves, solver/rigid_gaps.py), None: all searched."""
+    st = candidate_stencils(model, x0, x1, 0.0, groups=groups)
     if len(st) == 0:
         return st
     hit = ccd.point_edge_crossings(x0[st], (x1 - x0)[st])

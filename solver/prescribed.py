@@ -17,6 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from . import barrier, ccd
+from .broad_phase import Groups
 from .contacts import candidate_stencils, plane_pairs
 
 
@@ -121,7 +122,10 @@ class PrescribedMotion:
         """(N,) bool: vertices involved in a contact the motion dx cannot make safely."""
         m, dhat = self.model, self.dhat
         blocked = np.zeros(m.n, bool)
-        st = candidate_stencils(m, x, x + dx, dhat)
+        # only pairs with a moving primitive can block: those standing still are not paired
+        moves = np.any(dx != 0.0, axis=1)
+        groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
+        st = candidate_stencils(m, x, x + dx, dhat, groups=groups)
         if len(st):
             toi = ccd.point_edge_step(x[st], dx[st])
             bad = toi < 1.0

@@ -141,3 +141,71 @@ def test_the_candidate_cache_answers_as_a_full_search_while_boxes_move():
         assert {(int(i), int(j)) for i, j in zip(*got, strict=True)} == brute_pairs(plo, phi, elo, ehi)
         x = x1
     assert 2 <= full_searches < 7  # the small moves are answered from the list
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 200),
+    st.integers(1, 200),
+    st.integers(1, 9),
+    st.sampled_from(["tiny", "mixed", "huge", "degenerate"]),
+)
+def test_candidates_skip_exactly_the_pairs_within_apart_groups(seed, n_p, n_e, n_groups, mode):
+    """With groups, the pairs are the brute-force ones but those of one apart group,
+    sorted by (point, edge) (the hash path too: up to 40k box tests)."""
+    from solver.broad_phase import Groups
+
+    rng = np.random.default_rng(seed)
+    plo, phi = random_boxes(rng, n_p, 1.0, mode)
+    elo, ehi = random_boxes(rng, n_e, 1.0, mode)
+    groups = Groups(
+        rng.integers(0, n_groups, n_p), rng.integers(0, n_groups, n_e), rng.random(n_groups) < 0.6
+    )
+    pi, ei = candidates(plo, phi, elo, ehi, groups=groups)
+    want = {
+        (i, j)
+        for i, j in brute_pairs(plo, phi, elo, ehi)
+        if groups.point[i] != groups.edge[j] or not groups.apart[groups.point[i]]
+    }
+    assert set(zip(pi.tolist(), ei.tolist(), strict=True)) == want
+    assert np.all(np.diff(pi * n_e + ei) > 0)
+
+
+def test_the_cache_searches_again_when_a_query_joins_a_group_it_skipped():
+    from solver.broad_phase import CandidateCache, Groups
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 3, (300, 2))
+    edges = rng.integers(0, 300, (250, 2))
+    group = rng.integers(0, 4, 300)
+    plo, phi = point_boxes(x, x, 0.1)
+    elo, ehi = edge_boxes(x, x, edges)
+    cache = CandidateCache()
+    for apart in ([True, True, False, False], [True, True, True, False], [False, True, False, False], None):
+        groups = None if apart is None else Groups(group, group[edges[:, 0]], np.array(apart))
+        got = cache.pairs(plo, phi, elo, ehi, (0.05, 0.05), groups)
+        want = candidates(plo, phi, elo, ehi, groups=groups)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("moving_share", [0.0, 0.02, 0.3, 1.0])
+def test_what_stands_still_is_left_out_but_its_pairs_with_what_moves(moving_share):
+    """Groups.moving and with_held: the still (held) primitives far from what moves are
+    culled before the grid; the pairs are the brute-force ones but still-still ones."""
+    from solver.broad_phase import Groups
+
+    rng = np.random.default_rng(11)
+    n = 400
+    plo, phi = random_boxes(rng, n, 1.0, "mixed")
+    elo, ehi = random_boxes(rng, n, 1.0, "mixed")
+    p_moves, e_moves = rng.random(n) < moving_share, rng.random(n) < moving_share
+    owners = Groups(rng.integers(0, 5, n), rng.integers(0, 5, n), np.array([True, False, True, False, False]))
+    for groups in (Groups.moving(p_moves, e_moves), owners.with_held(~p_moves, ~e_moves)):
+        pi, ei = candidates(plo, phi, elo, ehi, groups=groups)
+        want = {
+            (i, j) for i, j in brute_pairs(plo, phi, elo, ehi) if groups.keep(np.array([i]), np.array([j]))[0]
+        }
+        assert set(zip(pi.tolist(), ei.tolist(), strict=True)) == want
+        assert np.all(np.diff(pi * n + ei) > 0)
