@@ -182,23 +182,76 @@ class AffineBasis:
     def reduce_hessian(self, T):
         """B^T H B for the Hessian H assembled in T (a Triplets), as COO
         triplets in q.  Blocks of dense stencil Hessians touching a rigid
-        body are reduced per pair of vertices (:meth:`_reduce_stencils`); the
-        other entries by :meth:`reduce_triplets` (non-rigid ones one to one)."""
-        loose, stencils = [], []
+        body are reduced per pair of vertices (:meth:`_reduce_stencils`).
+        The stencils touching none (a deformable body's elastic block: most
+        entries of a mixed scene) are renumbered into q without a test per
+        entry; the blocks without stencils are split entry by entry.  The
+        triplets come in :meth:`reduce_triplets`' order: the plain entries
+        in block order, then the reduced rigid ones."""
+        plain, rigid, stencils = [], [], []
         for rows, cols, vals, idx in T.blocks():
             touched = None if idx is None else (self.vertex_body[idx] >= 0).any(axis=1)
-            if touched is None or not touched.any():
-                loose.append((rows, cols, vals))
+            if touched is None:
+                split = self._split(rows, cols, vals)
+                plain.append(split[0])
+                rigid.append(split[1])
+            elif not touched.any():
+                plain.append(self._renumbered(rows, cols, vals))
             elif touched.all():
                 stencils.append((idx, vals))
             else:
                 entry = np.repeat(touched, len(vals) // len(idx))
-                loose.append((rows[~entry], cols[~entry], vals[~entry]))
+                plain.append(self._renumbered(rows[~entry], cols[~entry], vals[~entry]))
                 stencils.append((idx[touched], vals[entry]))
         parts = [self._reduce_stencils(stencils)] if stencils else []
-        if loose:
-            parts.append(self.reduce_triplets(*(np.concatenate(a) for a in zip(*loose, strict=True))))
+        if plain:
+            parts.append(self._joined(plain, rigid))
         return tuple(np.concatenate(a) for a in zip(*parts, strict=True))
+
+    def reduce_system(self, T, fixed_dof):
+        """reduce_triplets(*T.system(fixed_dof)): the same triplets in the same
+        order (fixed_dof (2N,) bool, never a rigid DOF), without testing the
+        entries of blocks whose DOFs are all plain and free (a deformable
+        body's elastic block): those are renumbered into q as they are."""
+        plain, rigid = [], []
+        for rows, cols, vals, dofs in zip(T.rows, T.cols, T.vals, T.block_dofs, strict=True):
+            if dofs is not None and not (self.rigid_dof[dofs].any() or fixed_dof[dofs].any()):
+                plain.append(self._renumbered(rows, cols, vals))
+                continue
+            keep = ~(fixed_dof[rows] | fixed_dof[cols])
+            split = self._split(rows[keep], cols[keep], vals[keep])
+            plain.append(split[0])
+            rigid.append(split[1])
+        fixed = np.flatnonzero(fixed_dof)  # their rows and columns: the identity
+        plain.append(self._renumbered(fixed, fixed, np.ones(len(fixed))))
+        return self._joined(plain, rigid)
+
+    def _joined(self, plain, rigid):
+        """The triplets in q of plain (a list of triplets in q) followed by the
+        reduction of rigid's entries (a list of triplets in vertex DOFs)."""
+        if rigid:
+            r, c, v = (np.concatenate(a) for a in zip(*rigid, strict=True))
+            if len(v):
+                plain = [*plain, self._reduce_rigid(r, c, v)]
+        return tuple(np.concatenate(a) for a in zip(*plain, strict=True))
+
+    @cached_property
+    def plain_q(self):
+        """(2N,) each vertex DOF's first q DOF: a non-rigid DOF's own."""
+        return np.ascontiguousarray(self.slots[:, 0])
+
+    def _renumbered(self, rows, cols, vals):
+        """Triplets between non-rigid DOFs, in q (one to one)."""
+        return self.plain_q[rows], self.plain_q[cols], vals
+
+    def _split(self, rows, cols, vals):
+        """(the entries between non-rigid DOFs, in q; the nonzero entries touching a
+        rigid DOF, in vertex DOFs) of COO triplets (a dense diagonal's zeros on
+        rigid DOFs add nothing)."""
+        touching = self.rigid_dof[rows] | self.rigid_dof[cols]
+        on = touching & (vals != 0.0)
+        plain = ~touching
+        return self._renumbered(rows[plain], cols[plain], vals[plain]), (rows[on], cols[on], vals[on])
 
     def _reduce_stencils(self, stencils):
         """(rows, cols, vals) in q of dense stencil Hessians, stencils: a list of
@@ -249,22 +302,25 @@ class AffineBasis:
 
     def reduce_triplets(self, rows, cols, vals):
         """B^T H B for H given as COO triplets in vertex DOFs: triplets in q.
-        Entries between non-rigid DOFs map one to one.  Those touching a rigid
-        DOF expand to 3 x 3 and are summed per q entry, block by block: every
-        q DOF is in a group (a rigid body's 6, a vertex's 2) and the entries
-        of a pair of groups go to one dense 6 x 6 block (sorting the vertex
-        entries by group pair costs a ninth of sorting the expanded ones)."""
-        rigid = self.rigid_dof[rows] | self.rigid_dof[cols]
-        plain = ~rigid
-        rigid &= vals != 0.0  # (a dense diagonal's zeros on rigid DOFs add nothing)
-        if not rigid.any():
-            return self.slots[rows[plain], 0], self.slots[cols[plain], 0], vals[plain]
-        r, c = rows[rigid], cols[rigid]
+        Entries between non-rigid DOFs map one to one (first, in their
+        order); those touching a rigid DOF by :meth:`_reduce_rigid`."""
+        out, (r, c, v) = self._split(rows, cols, vals)
+        if not len(v):
+            return out
+        return tuple(np.concatenate(a) for a in zip(out, self._reduce_rigid(r, c, v), strict=True))
+
+    def _reduce_rigid(self, r, c, vals):
+        """B^T H B of COO entries (r, c, vals) touching a rigid DOF: each
+        expands to 3 x 3 and they are summed per q entry, block by block:
+        every q DOF is in a group (a rigid body's 6, a vertex's 2) and the
+        entries of a pair of groups go to one dense 6 x 6 block (sorting the
+        vertex entries by group pair costs a ninth of sorting the expanded
+        ones)."""
         n_groups = len(self.group_first)
         gr, gc = self.dof_group[r], self.dof_group[c]
         pairs, which = _numbered(gr * n_groups + gc, n_groups * n_groups)
         # (3, 3, k) with the entries innermost: numpy's loops run over k, not over 3
-        wr = np.take(self.weights_t, r, axis=1) * vals[rigid]
+        wr = np.take(self.weights_t, r, axis=1) * vals
         v = wr[:, None, :] * np.take(self.weights_t, c, axis=1)[None, :, :]
         lr = np.take(self.local_t, r, axis=1)[:, None, :] * 6 + np.take(self.local_t, c, axis=1)[None, :, :]
         lr += 36 * which
@@ -275,11 +331,7 @@ class AffineBasis:
         )
         qr = np.broadcast_to((self.group_first[a][:, None] + _LOCAL)[:, :, None], blocks.shape)
         qc = np.broadcast_to((self.group_first[b][:, None] + _LOCAL)[:, None, :], blocks.shape)
-        return (
-            np.concatenate([self.slots[rows[plain], 0], qr[valid]]),
-            np.concatenate([self.slots[cols[plain], 0], qc[valid]]),
-            np.concatenate([vals[plain], blocks[valid]]),
-        )
+        return qr[valid], qc[valid], blocks[valid]
 
 
 _LOCAL = np.arange(6)
