@@ -49,7 +49,7 @@ On every mode, the friction kinks (:mod:`solver.friction_kinks`):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import numpy as np
@@ -500,11 +500,8 @@ def _features(settings, ip, fixed_dof) -> Features:
     reduced factorization (through :class:`~solver.unknowns.BasisUnknowns`);
     CG on the exact Hessian is off: in q it saved no iterations
     (docs/design/17-affine-bodies.md)."""
-    basis = getattr(ip, "basis", None)
-    if basis is None:
-        return settings.features(len(fixed_dof))
     on = settings.features(len(fixed_dof))
-    return Features(on.projected_start, False, on.regime_rounds, on.release_majorized)
+    return on if getattr(ip, "basis", None) is None else replace(on, exact_cg=False)
 
 
 def exact_model_step(solve, deficit_product, g, step, free, settings):
