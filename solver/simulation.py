@@ -662,13 +662,14 @@ class Simulation:
         # the next step's start asks which bodies touch something here (the
         # subtracted point-point terms add none: their point-edge pairs are closer)
         self._state_touching = (st, self._start.touching_owners(st, d2, dp))
-        alld = np.concatenate([np.sqrt(d2), dp])
+        dist = np.sqrt(d2)
+        alld = np.concatenate([dist, dp])
         if self._sleep.enabled:  # who touches whom, for sleeping (planes after the owners)
             near, near_plane = d2 < p.dhat * p.dhat, dp < p.dhat
             self._end_contacts = (
                 np.concatenate([m.owner[st[near, 0]], m.owner[pts[near_plane]]]),
                 np.concatenate([m.owner[st[near, 1]], len(m.names) + pl[near_plane]]),
-                np.concatenate([np.sqrt(d2[near]), dp[near_plane]]),
+                np.concatenate([dist[near], dp[near_plane]]),
                 st[near],
             )
             # the pairs among sleeping bodies, not evaluated, are distances too
