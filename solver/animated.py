@@ -20,7 +20,7 @@ import numpy as np
 
 from .fields import _interp
 
-_CACHED = ("plane_pairs", "pair_eligible")  # Model's cached properties, independent of the values
+_CACHED = ("pair_eligible",)  # Model's cached properties, independent of the values
 
 
 def track_at(track, t):

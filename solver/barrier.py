@@ -110,6 +110,16 @@ def plane_distance(x, point, normal):
     return np.einsum("ni,ni->n", x - point, normal)
 
 
+def plane_distances(x, point, normal):
+    """(n, H) signed distances of points x (n, 2) to each plane point/normal
+    (H, 2): one batch per plane (a few) on the points as given, so no (n H, 2)
+    gathers of points and planes; the bits of plane_distance per pair."""
+    d = np.empty((len(x), len(point)))
+    for j in range(len(point)):
+        d[:, j] = plane_distance(x, np.broadcast_to(point[j], x.shape), np.broadcast_to(normal[j], x.shape))
+    return d
+
+
 def hp_value(x, point, normal, coef, dhat):
     d = plane_distance(x, point, normal)
     s = np.where(d > 0, d * d, -1.0) / (dhat * dhat)

@@ -122,21 +122,13 @@ def pair_friction(model, cs, x, dhat, mollifier=LINEAR):
     return FrictionSet(idx, tangent_weights(gamma, t), mu * lam, mu_s * lam, mollifier)
 
 
-def plane_pairs(model):
-    """All (body boundary vertex, plane) combinations: (pts (n,), plane ids (n,))."""
-    return model.plane_pairs
-
-
 def plane_friction(model, x, kappa, dhat, mollifier=LINEAR):
-    pts, pl = plane_pairs(model)
-    if len(pts) == 0:
-        return FrictionSet.empty(1)
-    normal = model.plane_normal[pl]
-    d = barrier.plane_distance(x[pts], model.plane_point[pl], normal)
-    act = (d < dhat) & (d > 0)
+    pts, pl, d = model.plane_pairs_within(x, dhat)
+    act = d > 0
     if not act.any():
         return FrictionSet.empty(1)
-    pts, pl, normal = pts[act], pl[act], normal[act]
+    pts, pl = pts[act], pl[act]
+    normal = model.plane_normal[pl]
     coef = kappa * dhat * model.weight[pts]
     lam = barrier.hp_contact_force(x[pts], model.plane_point[pl], normal, coef, dhat)
     t = np.stack([-normal[:, 1], normal[:, 0]], axis=1)

@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from . import elasticity, mesh
+from . import barrier, elasticity, mesh
 from .basis import AffineBasis, build_basis
 from .broad_phase import BRUTE_FORCE_MAX
 from .geometry import boundary_edges
@@ -126,11 +126,21 @@ class Model:
         first = rigid[np.unique(body[rigid], return_index=True)[1]]
         return np.concatenate([tris[body < 0], tris[first]])
 
-    @cached_property
-    def plane_pairs(self):
-        """All (body boundary vertex, plane) combinations: (pts (n,), plane ids (n,))."""
-        H = len(self.plane_point)
-        return np.repeat(self.hp_points, H), np.tile(np.arange(H), len(self.hp_points))
+    def plane_distances(self, x):
+        """(B, H) signed distance of each body boundary vertex hp_points at
+        x (N, 2) to each half-plane, from the points gathered once."""
+        return barrier.plane_distances(x[self.hp_points], self.plane_point, self.plane_normal)
+
+    def plane_pairs_below(self, d, dist):
+        """The (boundary vertex, plane) pairs of distances d (B, H) (plane_distances)
+        below dist: (vertices (n,), plane ids (n,), distances (n,)), vertex-major
+        (a vertex's planes in turn), the order sums over the pairs are taken in."""
+        i, j = np.nonzero(d < dist)
+        return self.hp_points[i], j, d[i, j]
+
+    def plane_pairs_within(self, x, dist):
+        """plane_pairs_below(plane_distances(x), dist): the pairs closer than dist at x."""
+        return self.plane_pairs_below(self.plane_distances(x), dist)
 
     @cached_property
     def pair_eligible(self):

@@ -16,9 +16,9 @@ from functools import cached_property
 
 import numpy as np
 
-from . import barrier, ccd
+from . import ccd
 from .broad_phase import Groups
-from .contacts import candidate_stencils, plane_pairs
+from .contacts import candidate_stencils
 
 
 @dataclass(frozen=True)
@@ -130,8 +130,6 @@ class PrescribedMotion:
             toi = ccd.point_edge_step(x[st], dx[st])
             bad = toi < 1.0
             blocked[st[bad].ravel()] = True
-        pts, pl = plane_pairs(m)
-        if len(pts):
-            d = barrier.plane_distance(x[pts] + dx[pts], m.plane_point[pl], m.plane_normal[pl])
-            blocked[pts[d <= self.settings.plane_clearance * dhat]] = True
+        d = m.plane_distances(x + dx)
+        blocked[m.hp_points[np.any(d <= self.settings.plane_clearance * dhat, axis=1)]] = True
         return blocked

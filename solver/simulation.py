@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import barrier, barrier_stiffness, ccd, fields, links, motion_check
+from . import barrier_stiffness, ccd, fields, links, motion_check
 from .animated import AnimatedModel
 from .broad_phase import CandidateCache, Groups
 from .collider_check import collider_status
-from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction, plane_pairs
+from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
 from .distance import case_and_distance_sq
 from .errors import ConvergenceError
 from .friction import MOLLIFIERS, FrictionSet
@@ -657,19 +657,19 @@ class Simulation:
         m, p = self.model, self.params
         st = self._state_stencils = cs.idx[~cs.pp]
         d2 = case_and_distance_sq(x[st])[1] if len(st) else np.zeros(0)
-        pts, pl = plane_pairs(m)
-        dp = barrier.plane_distance(x[pts], m.plane_point[pl], m.plane_normal[pl])  # (0,) without planes
+        dp = m.plane_distances(x)  # (B, H)
+        pts, pl, dp_near = m.plane_pairs_below(dp, p.dhat)
         # the next step's start asks which bodies touch something here (the
         # subtracted point-point terms add none: their point-edge pairs are closer)
-        self._state_touching = (st, self._start.touching_owners(st, d2, dp))
+        self._state_touching = (st, self._start.touching_owners(st, d2, pts))
         dist = np.sqrt(d2)
-        alld = np.concatenate([dist, dp])
+        alld = np.concatenate([dist, dp.ravel()])
         if self._sleep.enabled:  # who touches whom, for sleeping (planes after the owners)
-            near, near_plane = d2 < p.dhat * p.dhat, dp < p.dhat
+            near = d2 < p.dhat * p.dhat
             self._end_contacts = (
-                np.concatenate([m.owner[st[near, 0]], m.owner[pts[near_plane]]]),
-                np.concatenate([m.owner[st[near, 1]], len(m.names) + pl[near_plane]]),
-                np.concatenate([dist[near], dp[near_plane]]),
+                np.concatenate([m.owner[st[near, 0]], m.owner[pts]]),
+                np.concatenate([m.owner[st[near, 1]], len(m.names) + pl]),
+                np.concatenate([dist[near], dp_near]),
                 st[near],
             )
             # the pairs among sleeping bodies, not evaluated, are distances too

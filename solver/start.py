@@ -21,7 +21,6 @@ from functools import cached_property
 import numpy as np
 
 from . import barrier, ccd
-from .contacts import plane_pairs
 from .prescribed import kinematic_vertices
 from .profiling import NullTimers
 
@@ -88,7 +87,6 @@ class NewtonStart:
         fraction = np.ones(n_owners + 1)  # the last: colliders, which do not move here
         owner = np.where(m.is_collider, n_owners, m.owner)
         pe = ~cs.pp
-        pts, pl = plane_pairs(m)
         free = ~touching
         free[m.owner[m.is_collider]] = False
         with self.timers("ccd"):
@@ -98,12 +96,14 @@ class NewtonStart:
                 st = cs.idx[pe]
                 steps = ccd.point_edge_step(x[st], dx[st], eta=self.gap_kept)
                 np.minimum.at(fraction, owner[st].ravel(), np.repeat(steps, st.shape[1]))
-            if len(pts):
-                d = barrier.plane_distance(x[pts], m.plane_point[pl], m.plane_normal[pl])
-                v = np.einsum("ni,ni->n", dx[pts], m.plane_normal[pl])
+            if len(m.hp_points) and len(m.plane_point):
+                # (B, H): each boundary vertex against each plane
+                d = m.plane_distances(x)
+                v = barrier.plane_distances(dx[m.hp_points], np.zeros_like(m.plane_point), m.plane_normal)
                 landing = (d > s.rest * dhat) & (d + v < s.deep * dhat)
                 keep = np.where(landing, s.rest * dhat, self.gap_kept * d)
-                np.minimum.at(fraction, owner[pts], ccd.half_plane_steps(d, v, keep))
+                steps = ccd.half_plane_steps(d, v, keep).min(axis=1)
+                np.minimum.at(fraction, owner[m.hp_points], steps)
         fraction = fraction[:n_owners]
         if touching.any():
             fraction[touching] = fraction[touching].min()
@@ -114,17 +114,16 @@ class NewtonStart:
         a collider or a half-plane at x (cs: a contact set there)."""
         m = self.model
         d2 = cs.cases_and_distance_sq(cs.gather(x))[1] if len(cs) else np.zeros(0)
-        pts, pl = plane_pairs(m)
-        dp = barrier.plane_distance(x[pts], m.plane_point[pl], m.plane_normal[pl])
-        return self.touching_owners(cs.idx, d2, dp)
+        near_plane = m.plane_pairs_within(x, self.dhat)[0]
+        return self.touching_owners(cs.idx, d2, near_plane)
 
-    def touching_owners(self, stencils, d2, dp):
+    def touching_owners(self, stencils, d2, near_plane):
         """(n_owners,) bool: owners of the stencils (n, k) with squared distance
-        d2 (n,) below dhat^2 and of the half-plane pairs with distance dp below dhat."""
+        d2 (n,) below dhat^2 and of the vertices near_plane (n,) within dhat of a half-plane."""
         m, dhat = self.model, self.dhat
         touching = np.zeros(m.n, bool)
         touching[stencils[d2 < dhat * dhat].ravel()] = True
-        touching[plane_pairs(m)[0][dp < dhat]] = True
+        touching[near_plane] = True
         owners = np.zeros(int(m.owner.max(initial=-1)) + 1, bool)
         owners[m.owner[touching]] = True
         return owners

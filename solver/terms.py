@@ -172,42 +172,42 @@ class PointEdgeBarrier:
 
 class HalfPlaneBarrier:
     """The log barrier between the body boundary vertices and the half-planes
-    (its Hessian is PSD as it is: nothing to project)."""
+    (its Hessian is PSD as it is: nothing to project).  Only the pairs closer
+    than dhat carry a barrier; they are found anew at each x."""
 
     per_h2, stage = True, "barrier"
 
-    def __init__(self, pts, point, normal, coef, dhat, weight):
-        self.pts, self.point, self.normal, self.coef = pts, point, normal, coef
-        self.dhat, self.weight = dhat, weight
+    def __init__(self, model, coef, dhat, weight):
+        self.model, self.coef, self.dhat, self.weight = model, coef, dhat, weight
 
     @classmethod
     def build(cls, model, consts):
-        pts, pl = model.plane_pairs
-        if not len(pts):
+        if not (len(model.hp_points) and len(model.plane_point)):
             return None
-        coef = consts.kappa * consts.dhat * model.weight[pts]
-        return cls(pts, model.plane_point[pl], model.plane_normal[pl], coef, consts.dhat, consts.h * consts.h)
-
-    def value(self, x, cs):
-        return barrier.hp_value(x[self.pts], self.point, self.normal, self.coef, self.dhat)
+        coef = consts.kappa * consts.dhat * model.weight  # (N,): a vertex's coefficient
+        return cls(model, coef, consts.dhat, consts.h * consts.h)
 
     def _active(self, x):
-        xp = x[self.pts]
-        return xp, barrier.plane_distance(xp, self.point, self.normal) < self.dhat
+        """(vertices, points, normals, coefficients) of the pairs closer than dhat at x."""
+        m = self.model
+        pts, pl, _ = m.plane_pairs_within(x, self.dhat)
+        return pts, x[pts], m.plane_point[pl], m.plane_normal[pl], self.coef[pts]
+
+    def value(self, x, cs):
+        # the pairs at dhat or beyond add B = 0
+        return barrier.hp_value(*self._active(x)[1:], self.dhat)
 
     def gradient(self, x, cs, T):
-        xp, act = self._active(x)
-        if act.any():
-            g = barrier.hp_gradient(xp[act], self.point[act], self.normal[act], self.coef[act], self.dhat)
-            T.add_gradient_at((2 * self.pts[act][:, None] + np.arange(2)).ravel(), self.weight * g)
+        pts, *pairs = self._active(x)
+        if len(pts):
+            g = barrier.hp_gradient(*pairs, self.dhat)
+            T.add_gradient_at((2 * pts[:, None] + np.arange(2)).ravel(), self.weight * g)
 
     def gradient_hessian(self, x, cs, T, project, majorize=None):
-        xp, act = self._active(x)
-        if act.any():
-            g, H = barrier.hp_gradient_hessian(
-                xp[act], self.point[act], self.normal[act], self.coef[act], self.dhat
-            )
-            T.add_stencils(self.pts[act][:, None], self.weight * g, self.weight * H)
+        pts, *pairs = self._active(x)
+        if len(pts):
+            g, H = barrier.hp_gradient_hessian(*pairs, self.dhat)
+            T.add_stencils(pts[:, None], self.weight * g, self.weight * H)
 
 
 class Friction:

@@ -1,9 +1,14 @@
 """The flattened model (solver/model.py): where each body's and collider's vertices go, what they
 carry (mass, friction, owner, prescribed motion), and which point-edge pairs may touch."""
 
-import numpy as np
+import math
+from dataclasses import replace
 
-from solver import Body, Collider, Material, Pin, Scene, SimParams
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solver import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams
 from solver.model import build_model
 
 # two unit squares side by side, split along a diagonal, counter-clockwise
@@ -57,3 +62,38 @@ def test_a_point_never_touches_its_own_edges_or_a_collider_its_own_kind():
     e1 = np.array([1, 5, 5, 10, 1])
     # own edge, another body's edge, own edge, collider against collider, another body's edge
     assert m.may_contact(p, e0, e1).tolist() == [False, True, False, False, True]
+
+
+def _planes_below(scene, angles, gaps):
+    """Half-planes of normal angle a, each gap below the scene's lowest rest vertex along its normal."""
+    rest = np.vstack([b.vertices for b in scene.bodies])
+    planes = []
+    for k, (a, gap) in enumerate(zip(angles, gaps, strict=True)):
+        n = np.array([math.cos(a), math.sin(a)])
+        planes.append(HalfPlane(tuple((float((rest @ n).min()) - gap) * n), tuple(n), 0.3, f"p{k}"))
+    return tuple(planes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(-math.pi, math.pi), st.floats(0.0, 2.0)), min_size=0, max_size=4),
+    st.integers(0, 2**32 - 1),
+    st.floats(-1.0, 4.0),
+)
+def test_plane_pairs_within_are_the_brute_force_pairs_in_vertex_order(planes, seed, dist):
+    scene = _scene()
+    angles, gaps = [p[0] for p in planes], [p[1] for p in planes]
+    m = build_model(replace(scene, half_planes=_planes_below(scene, angles, gaps)))
+    x = m.rest + np.random.default_rng(seed).normal(scale=1.0, size=m.rest.shape)
+    # every (body vertex, plane) pair in turn, distances in plain floats; the
+    # squares' vertices are all on their boundary, the collider's never count
+    expected = []
+    for i in range(sum(s.stop - s.start for s in m.body_slices)):
+        for j, (p, n) in enumerate(zip(m.plane_point, m.plane_normal, strict=True)):
+            d = (float(x[i, 0]) - float(p[0])) * float(n[0]) + (float(x[i, 1]) - float(p[1])) * float(n[1])
+            expected.append((i, j, d))
+    assert m.plane_distances(x).ravel().tolist() == [d for _, _, d in expected]
+    pts, pl, d = m.plane_pairs_within(x, dist)
+    assert list(zip(pts.tolist(), pl.tolist(), d.tolist(), strict=True)) == [
+        e for e in expected if e[2] < dist
+    ]
