@@ -97,7 +97,8 @@ class NewtonStart:
                 steps = ccd.point_edge_step(x[st], dx[st], eta=self.gap_kept)
                 np.minimum.at(fraction, owner[st].ravel(), np.repeat(steps, st.shape[1]))
             if len(m.hp_points) and len(m.plane_point):
-                # (B, H): each boundary vertex against each plane
+                # (B, H): each boundary vertex against each plane; v: the motion
+                # along the normals, as distances to the planes through the origin
                 d = m.plane_distances(x)
                 v = barrier.plane_distances(dx[m.hp_points], np.zeros_like(m.plane_point), m.plane_normal)
                 landing = (d > s.rest * dhat) & (d + v < s.deep * dhat)
