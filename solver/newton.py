@@ -257,6 +257,10 @@ class Newton:
         contacts) a tiny step can leave a large force unbalanced.  When the
         step is small and the line search cannot make progress along it (the
         energy's rounding hides the remaining force), the step test decides.
+
+        settled (optional): x solved a nearby potential (ip is it with its
+        friction taken at x, docs/design/20-friction-lag-updates.md); x is
+        kept, without a direction, if its forces balance to settled there.
         """
         p, s = self.params, self.settings
         fixed_dof = np.repeat(fixed, 2)

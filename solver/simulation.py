@@ -439,8 +439,9 @@ class Simulation:
         contact set, the last NewtonResult, iterations in all, converged,
         smallest line-search step, the vertices held)."""
         p = self.params
-        fixed, penalized = self._held(penalty.pending)
-        ip = self._potential(consts, penalized, penalty.k_pen)
+        with self.timers("step_setup"):
+            fixed, penalized = self._held(penalty.pending)
+            ip = self._potential(consts, penalized, penalty.k_pen)
         total_iters, min_alpha, converged = 0, 1.0, False
         newton = self._newton_for(h)
         lags, settled = self.settings.newton.friction_lags, None
