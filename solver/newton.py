@@ -78,6 +78,10 @@ class NewtonSettings:
     )
     majorize_iters: int = 1  # iterations a friction contact is majorized after a step reversed its slip
     vertex_slack: float = 10.0  # each vertex balances to this times force_tol (1 %), each body to force_tol
+    # friction taken again at a step's solution, then solved again, up to this many times per step
+    # (0: off; docs/design/20-friction-lag-updates.md) ...
+    friction_lags: int = 0
+    friction_lag_tol: float = 0.1  # ... while the forces there balance worse than this (as force_tol)
     regime_rounds: int = 5  # re-solves of a step with the friction regimes its end point is in
     regime_max_contacts: int = (
         64  # ... only while at most this many friction curvatures change (update's rank)
@@ -242,7 +246,7 @@ class Newton:
         # State between steps: checkpoints store it.
         self.start_projected = False
 
-    def solve(self, ip, x, fixed, budget, cs=None, energy=None) -> NewtonResult:
+    def solve(self, ip, x, fixed, budget, cs=None, energy=None, settled=None) -> NewtonResult:
         """Minimize ip from x with the vertices fixed (N,) bool held in place, in
         at most budget iterations.  cs (optional): a contact set holding every
         pair within dhat of x; energy (optional): ip's value at x.
@@ -253,12 +257,20 @@ class Newton:
         contacts) a tiny step can leave a large force unbalanced.  When the
         step is small and the line search cannot make progress along it (the
         energy's rounding hides the remaining force), the step test decides.
+
+        settled (optional): x solved a nearby potential (ip is it with its
+        friction taken at x, docs/design/20-friction-lag-updates.md); x is
+        kept, without a direction, if its forces balance to settled there.
         """
         p, s = self.params, self.settings
         fixed_dof = np.repeat(fixed, 2)
         if cs is None:
             cs = self.contact_set(x)
         min_alpha = 1.0
+        if settled is not None and self._balanced(ip, x, cs, fixed_dof, settled):
+            # x solved a nearby potential (its friction taken again there) and
+            # balances this one's forces to the tolerance settled: kept
+            return NewtonResult(x, True, 0, min_alpha, "", cs)
         # per friction contact: iterations left with the majorizing curvature
         majorize = tuple(np.zeros(len(fs), int) for fs in ip.friction_sets)
         on = _features(s, ip, fixed_dof)
@@ -328,11 +340,11 @@ class Newton:
         strain = float(ip.rigidity.strain_error(x, g).max()) / STRAIN_TOL * self.params.force_tol
         return max(forces, strain)
 
-    def _balanced(self, ip, x, cs, fixed_dof):
-        """Whether the forces at x balance (force_imbalance <= force_tol)."""
+    def _balanced(self, ip, x, cs, fixed_dof, tol=None):
+        """Whether the forces at x balance (force_imbalance <= tol, force_tol when None)."""
         T = ip.gradient(x, cs)
         g = np.where(fixed_dof, 0.0, T.grad)
-        return self._imbalance(g, T.magnitude, ip, x) <= self.params.force_tol
+        return self._imbalance(g, T.magnitude, ip, x) <= (self.params.force_tol if tol is None else tol)
 
     def _direction(self, ip, x, cs, fixed_dof, majorize, mode) -> Direction:
         """Newton step (a :class:`Direction`) in the Hessian mode ``mode``, or

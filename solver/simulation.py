@@ -420,21 +420,48 @@ class Simulation:
             if field_step is not None:  # the fields' lagged force and drag (solver/fields.py)
                 consts.update(force=field_step.force, fields=field_step)
             x, penalty = self._prescribed.first_round(x_prev, target)
-            fixed, penalized = self._held(penalty.pending)
-            ip = self._potential(consts, penalized, penalty.k_pen)
             touching = self._touching_bodies(fric_cs)
             x, cs = self._start.guess(x, x_prev + h * self.v, x_tilde, touching)
-        total_iters, min_alpha = 0, 1.0
-        converged, message = False, ""
+        rounds = self._newton_rounds(h, consts, target, penalty, x, cs)
+        x, cs, res, iters, converged, min_alpha, fixed = rounds
+        # x is Newton's last iterate, and cs holds every pair within dhat of it
+        wall = _time.perf_counter() - t_start
+        unknowns = free_unknowns(m, fixed)
+        return _Solved(
+            x, x_prev, target, cs, iters, converged, min_alpha, res.message, res.vertex, wall, unknowns
+        )
+
+    def _newton_rounds(self, h, consts, target, penalty, x, cs):
+        """Newton's solves of a (sub)step of length h from x (cs: every pair
+        within dhat of x): one per penalty round of the prescribed vertices
+        (first: penalty), each solved again with the friction taken at its
+        solution up to NewtonSettings.friction_lags times.  Returns (x, its
+        contact set, the last NewtonResult, iterations in all, converged,
+        smallest line-search step, the vertices held)."""
+        p = self.params
+        with self.timers("step_setup"):
+            fixed, penalized = self._held(penalty.pending)
+            ip = self._potential(consts, penalized, penalty.k_pen)
+        total_iters, min_alpha, converged = 0, 1.0, False
         newton = self._newton_for(h)
+        lags, settled = self.settings.newton.friction_lags, None
         while True:
             budget = p.max_newton_iters - total_iters
-            res = newton.solve(ip, x, fixed, budget, cs)
-            x, cs, message = res.x, res.contacts, res.message
+            res = newton.solve(ip, x, fixed, budget, cs, settled=settled)
+            x, cs = res.x, res.contacts
             total_iters += res.iterations
             min_alpha = min(min_alpha, res.min_alpha)
             if not res.converged:
                 break
+            if lags and not (settled is not None and res.iterations == 0):
+                # the friction taken again at the solution: Newton goes on from
+                # it unless the forces balance there already (settled)
+                lagged = self._lagged(consts, x, cs, penalized, penalty.k_pen)
+                if lagged is not None:
+                    ip, lags = lagged, lags - 1
+                    settled = max(self.settings.newton.friction_lag_tol, p.force_tol)
+                    continue
+            settled = None
             x, penalty = self._prescribed.next_round(x, target, penalty)
             if penalty is None:
                 converged = True
@@ -442,12 +469,21 @@ class Simulation:
             fixed, penalized = self._held(penalty.pending)
             ip = self._potential(consts, penalized, penalty.k_pen)
             cs = None
-        # x is Newton's last iterate, and cs holds every pair within dhat of it
-        wall = _time.perf_counter() - t_start
-        unknowns = free_unknowns(m, fixed)
-        return _Solved(
-            x, x_prev, target, cs, total_iters, converged, min_alpha, message, res.vertex, wall, unknowns
-        )
+        return x, cs, res, total_iters, converged, min_alpha, fixed
+
+    def _lagged(self, consts, x, cs, penalized, k_pen):
+        """The step's potential with its friction's normal forces and tangents
+        taken at x instead of the step's start (cs: every pair within dhat of
+        x), which consts keeps from now on (docs/design/20-friction-lag-updates.md);
+        None when no body has friction."""
+        m, p = self._step_model, self.params
+        if not (m.mu.any() or m.mu_static.any()):
+            return None
+        with self.timers("step_setup"):
+            mollifier = MOLLIFIERS[p.friction_mollifier]
+            consts["pair_friction"] = pair_friction(m, cs, x, p.dhat, mollifier)
+            consts["plane_friction"] = plane_friction(m, x, self.kappa, p.dhat, mollifier)
+            return self._potential(consts, penalized, k_pen)
 
     def _unsolved(self, x, target, t_start):
         """The _Solved of a step in which nothing moves (every body asleep)."""

@@ -9,8 +9,13 @@ import pytest
 from invariants import grid_square
 
 from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation, simulate
+from solver.newton import NewtonSettings
+from solver.settings import SolverSettings
 
 G = 9.81
+# friction taken again at each step's solution (docs/design/20-friction-lag-updates.md):
+# the normal force of the step's end, as Coulomb's law in sticking_drift has it
+LAGGED = SolverSettings(newton=NewtonSettings(friction_lags=1))
 
 
 def test_free_fall_matches_implicit_euler_closed_form():
@@ -72,9 +77,48 @@ def tangential_track(theta, mu, steps):
     return np.array(s), np.array(gap), scene.params
 
 
+def sticking_drift(sim, theta, mu, steps, body=0):
+    """(along, bound, gap), each (steps,): how far body's centroid has moved
+    up the slope after every step (negative: down), the most Coulomb's law
+    lets it slide from rest by then, |along| <= mu times the path of the
+    centroid across the slope plus eps_v t, and the body's smallest distance
+    to the slope line.
+
+    Why: while the body slides down, friction is mu times the normal force
+    of the same instant, so m dv_t = (m g sin theta - mu N) dt and
+    m dv_n = (N - m g cos theta) dt (n out of the slope) give
+    d(v_t + mu v_n) = g (sin theta - mu cos theta) dt < 0 when tan theta < mu.
+    From rest v_t + mu v_n starts at 0, so v_t <= mu (-v_n): the body slides
+    no faster than mu times its speed towards the slope, and in all no farther
+    than mu times its path across it (in free fall, tan theta times it).
+    Implicit Euler has the same increments, with the normal force of the
+    step's end.  While it sticks, the smoothed static friction lets it creep
+    below eps_v (the friction force reaches mu lambda only at |v| >= eps_v):
+    eps_v t at most.  Friction whose normal force lags (is taken at the
+    step's start, NewtonSettings.friction_lags = 0, the default) lets a
+    landing block slide well beyond this: sim should take it at the step's
+    end (LAGGED)."""
+    tangent = np.array([math.cos(theta), math.sin(theta)])
+    normal = np.array([-math.sin(theta), math.cos(theta)])
+    centroids, gap = [sim.body_positions(body).mean(axis=0)], []
+    for _ in range(steps):
+        sim.step()
+        x = sim.body_positions(body)
+        centroids.append(x.mean(axis=0))
+        gap.append((x @ normal).min())
+    c = np.array(centroids)
+    path = np.cumsum(np.abs(np.diff(c @ normal)))
+    t = sim.params.dt * np.arange(1, steps + 1)
+    return (c[1:] - c[0]) @ tangent, mu * path + sim.params.eps_v * t, np.array(gap)
+
+
 def test_block_sticks_when_tan_theta_below_mu():
     theta, mu = 0.3, 0.5  # tan = 0.309 < 0.5
-    s, gap, p = tangential_track(theta, mu, 100)
+    scene = slope_scene(theta, mu)
+    p = scene.params
+    s, bound, gap = sticking_drift(Simulation(scene, settings=LAGGED), theta, mu, 100)
+    # from the first step: it falls 0.5 dhat before it touches, and lands
+    assert np.all(np.abs(s) <= bound), (np.abs(s) / bound).max()
     assert np.all(gap > 0) and np.all(gap[20:] < p.dhat)  # resting in contact, never through
     window = s[20:] - s[20]
     T = 0.8

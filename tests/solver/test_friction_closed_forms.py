@@ -28,7 +28,7 @@ import sys
 import numpy as np
 import pytest
 from invariants import grid_square
-from test_analytic import slope_scene
+from test_analytic import LAGGED, slope_scene, sticking_drift
 
 from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation, barrier
 
@@ -57,13 +57,18 @@ def _block(center, angle=0.0, mu=0.5, velocity=(0.0, 0.0), name="block"):
     return Body(name, v, t, Material(E=1e6, nu=0.3, density=DENSITY, mu=mu), velocity=np.asarray(velocity))
 
 
+def slope_simulation(theta_deg, mu, dt, eps_v, mollifier="linear", settings=None):
+    """The block 0.5 dhat above the slope (test_analytic.slope_scene), at rest."""
+    scene = slope_scene(math.radians(theta_deg), mu, dhat=SimParams().dhat, eps_v=eps_v)
+    params = _params(dt, eps_v, friction_mollifier=mollifier)
+    return Simulation(dataclasses.replace(scene, params=params), settings=settings)
+
+
 def slope_track(theta_deg, mu, dt, eps_v, mollifier="linear", duration=0.8):
     """Up-slope coordinate of the block's centroid after every step, (steps,)."""
     th = math.radians(theta_deg)
     c, s = math.cos(th), math.sin(th)
-    scene = slope_scene(th, mu, dhat=SimParams().dhat, eps_v=eps_v)
-    scene = dataclasses.replace(scene, params=_params(dt, eps_v, friction_mollifier=mollifier))
-    sim = Simulation(scene)
+    sim = slope_simulation(theta_deg, mu, dt, eps_v, mollifier)
     up = np.array([c, s])
     return np.array(
         [sim.step() and sim.body_positions(0).mean(axis=0) @ up for _ in range(round(duration / dt))]
@@ -140,10 +145,14 @@ def test_slope_sliding_acceleration_within_2_percent(theta, mu, dt, eps_v, molli
 @pytest.mark.parametrize("eps_v", SMOOTHING)
 @pytest.mark.parametrize("theta, mu", STICKING)
 def test_slope_sticking_drifts_less_than_eps_v_t(theta, mu, dt, eps_v, mollifier):
-    track = slope_track(theta, mu, dt, eps_v, mollifier)
+    sim = slope_simulation(theta, mu, dt, eps_v, mollifier, settings=LAGGED)
+    track, bound, _ = sticking_drift(sim, math.radians(theta), mu, round(0.8 / dt))
+    # from the first step, as it falls onto the slope and lands: Coulomb's bound
+    # (with the friction taken at each step's solution, LAGGED)
+    assert np.all(np.abs(track) <= bound), (np.abs(track) / bound).max()
     settled = round(0.2 / dt)
     t = dt * (len(track) - settled)
-    # smooth static friction lets a stuck block creep below eps_v
+    # once landed, smooth static friction lets a stuck block creep below eps_v
     assert np.abs(track[settled:] - track[settled]).max() < eps_v * t
 
 
@@ -189,6 +198,49 @@ def test_stopping_distance_within_2_percent_of_implicit_euler(mu, dt, eps_v, mol
 def test_stack_ground_reaction_equals_weight(dt, eps_v, mollifier):
     reaction, weight = stack_reaction(dt, eps_v, mollifier)
     assert reaction == pytest.approx(weight, rel=1e-3)
+
+
+def resting_gap(theta, dhat, kappa):
+    """The gap [m] at which the barrier of SIDE's block bottom face carries its
+    weight's normal component: each of its three vertices (grid_square(SIDE,
+    2)) has the quadrature weight w = SIDE / 2 (half its two boundary edges)
+    and pushes with kappa dhat w (-dB/dd), B(s) = -(s - 1)^2 ln s, s = d^2 /
+    dhat^2 (solver/barrier.py's formula, written out): solved by bisection."""
+    weight = DENSITY * SIDE * SIDE * G * math.cos(theta)
+
+    def push(d):
+        s = d * d / (dhat * dhat)
+        dB_ds = -2.0 * (s - 1.0) * math.log(s) - (s - 1.0) ** 2 / s
+        return -3.0 * kappa * dhat * (0.5 * SIDE) * dB_ds * 2.0 * d / (dhat * dhat)
+
+    lo, hi = 1e-9 * dhat, dhat
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if push(mid) > weight else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+@pytest.mark.parametrize("settings", [None, LAGGED], ids=["lagged", "taken-at-solution"])
+def test_static_friction_holds_a_block_at_rest_that_kinetic_friction_cannot(settings):
+    """mu_k = 0.3 < tan theta = 0.45 < mu_s = 0.52 (the pair's; the slope has
+    mu 0.3, so the block's mu_s is 0.52^2 / 0.3): a rigid block placed at rest
+    on the slope, at the gap where the barrier carries its weight, sticks from
+    the first step (its bottom face drifts less than eps_v t); sliding, at
+    mu_k, it could not stop."""
+    theta, p = math.atan(0.45), SimParams()
+    scene = slope_scene(theta, 0.3, dhat=p.dhat, gap=resting_gap(theta, p.dhat, p.kappa) / p.dhat)
+    block = scene.bodies[0]
+    material = dataclasses.replace(block.material, mu_static=0.52**2 / 0.3)
+    block = dataclasses.replace(block, kind="rigid", material=material)
+    sim = Simulation(dataclasses.replace(scene, bodies=(block,), params=p), settings=settings)
+    tangent = np.array([math.cos(theta), math.sin(theta)])
+    normal = np.array([-math.sin(theta), math.cos(theta)])
+    bottom = np.argsort(sim.x @ normal)[:3]
+    start = sim.x[bottom] @ tangent
+    for k in range(1, round(0.8 / p.dt) + 1):
+        sim.step()
+        drift = np.abs(sim.x[bottom] @ tangent - start).max()
+        assert drift < p.eps_v * p.dt * k, (k, drift)
 
 
 def _tables(mollifier="linear"):

@@ -197,8 +197,8 @@ def test_converged_iterates_balance_their_forces_and_skip_the_checking_solve(mon
         directions[0] += 1
         return direction(self, *args)
 
-    def recording_solve(self, ip, x, fixed, budget, cs=None, energy=None):
-        res = newton_solve(self, ip, x, fixed, budget, cs, energy)
+    def recording_solve(self, ip, x, fixed, budget, cs=None, energy=None, **kw):
+        res = newton_solve(self, ip, x, fixed, budget, cs, energy, **kw)
         results.append((self, ip, fixed, res))
         return res
 
