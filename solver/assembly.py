@@ -48,7 +48,7 @@ class Triplets:
     that :meth:`system` skips the blocks no fixed DOF touches, and with the
     vertex stencils whose dense Hessians it holds (:meth:`add_stencil_hessians`),
     which a reduced basis reduces per pair of vertices rather than per entry
-    (:meth:`~solver.basis.AffineBasis.reduce_hessian`).
+    (:meth:`~solver.basis.AffineBasis.system_parts`).
 
     record_deficit: the accumulator, not each energy, declares whether what
     PSD projection adds is recorded (:meth:`deficit_sink`, :meth:`add_deficits`)."""

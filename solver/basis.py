@@ -179,61 +179,80 @@ class AffineBasis:
     def vertex_group(self):
         return self.dof_group[0::2]
 
-    def reduce_hessian(self, T):
+    def reduce_system(self, T, fixed_dof=None):
         """B^T H B for the Hessian H assembled in T (a Triplets), as COO
-        triplets in q.  Blocks of dense stencil Hessians touching a rigid
-        body are reduced per pair of vertices (:meth:`_reduce_stencils`).
-        The stencils touching none (a deformable body's elastic block: most
-        entries of a mixed scene) are renumbered into q without a test per
-        entry; the blocks without stencils are split entry by entry.  The
-        triplets come in :meth:`reduce_triplets`' order: the plain entries
-        in block order, then the reduced rigid ones."""
-        plain, rigid, stencils = [], [], []
-        for rows, cols, vals, idx in T.blocks():
-            touched = None if idx is None else (self.vertex_body[idx] >= 0).any(axis=1)
-            if touched is None:
-                split = self._split(rows, cols, vals)
-                plain.append(split[0])
-                rigid.append(split[1])
-            elif not touched.any():
-                plain.append(self._renumbered(rows, cols, vals))
-            elif touched.all():
-                stencils.append((idx, vals))
-            else:
-                entry = np.repeat(touched, len(vals) // len(idx))
-                plain.append(self._renumbered(rows[~entry], cols[~entry], vals[~entry]))
-                stencils.append((idx[touched], vals[entry]))
-        parts = [self._reduce_stencils(stencils)] if stencils else []
-        if plain:
-            parts.append(self._joined(plain, rigid))
-        return tuple(np.concatenate(a) for a in zip(*parts, strict=True))
+        triplets in q: the concatenation of :meth:`system_parts`."""
+        return tuple(np.concatenate(a) for a in zip(*self.system_parts(T, fixed_dof), strict=True))
 
-    def reduce_system(self, T, fixed_dof):
-        """reduce_triplets(*T.system(fixed_dof)): the same triplets in the same
-        order (fixed_dof (2N,) bool, never a rigid DOF), without testing the
-        entries of blocks whose DOFs are all plain and free (a deformable
-        body's elastic block): those are renumbered into q as they are."""
-        plain, rigid = [], []
-        for rows, cols, vals, dofs in zip(T.rows, T.cols, T.vals, T.block_dofs, strict=True):
-            if dofs is not None and not (self.rigid_dof[dofs].any() or fixed_dof[dofs].any()):
-                plain.append(self._renumbered(rows, cols, vals))
+    def system_parts(self, T, fixed_dof=None):
+        """B^T H B for the Hessian H assembled in T (a Triplets), its fixed
+        rows and columns (fixed_dof (2N,) bool, never a rigid DOF; None:
+        none) made the identity first, as a list of COO triplets in q whose
+        concatenation is the matrix (the caller adds its own parts and
+        concatenates once).  Block by block: a block whose DOFs are all
+        plain and free (a deformable body's elastic block: most entries of
+        a mixed scene) is renumbered into q without a test per entry
+        (:meth:`_renumbered_block`); the stencils of dense stencil Hessians
+        that touch a rigid body are reduced per pair of vertices
+        (:meth:`_reduce_stencils`); the other entries are split one by one
+        (:meth:`_split`).  In order: the plain entries in block order, the
+        fixed DOFs' identity, the rigid entries' reduction, the stencils'."""
+        held = fixed_dof is not None and bool(fixed_dof.any())
+        avoid = self.rigid_dof | fixed_dof if held else self.rigid_dof
+        plain, rigid, stencils, renumbered = [], [], [], {}
+        for block in zip(T.rows, T.cols, T.vals, T.block_dofs, T.block_stencils, strict=True):
+            rows, cols, vals, dofs, idx = block
+            if dofs is not None and not avoid[dofs].any():
+                plain.append(self._renumbered_block(rows, cols, vals, renumbered))
                 continue
-            keep = ~(fixed_dof[rows] | fixed_dof[cols])
-            split = self._split(rows[keep], cols[keep], vals[keep])
+            touched = None if idx is None else (self.vertex_body[idx] >= 0).any(axis=1)
+            if touched is not None and touched.any():
+                entry = np.repeat(touched, len(vals) // len(idx))
+                stencils.append((idx[touched], vals[entry]))
+                if touched.all():
+                    continue
+                rows, cols, vals = rows[~entry], cols[~entry], vals[~entry]
+            if held:
+                keep = ~(fixed_dof[rows] | fixed_dof[cols])
+                rows, cols, vals = rows[keep], cols[keep], vals[keep]
+            split = self._split(rows, cols, vals)
             plain.append(split[0])
             rigid.append(split[1])
-        fixed = np.flatnonzero(fixed_dof)  # their rows and columns: the identity
-        plain.append(self._renumbered(fixed, fixed, np.ones(len(fixed))))
-        return self._joined(plain, rigid)
-
-    def _joined(self, plain, rigid):
-        """The triplets in q of plain (a list of triplets in q) followed by the
-        reduction of rigid's entries (a list of triplets in vertex DOFs)."""
+        self._renumbering.clear()
+        self._renumbering.update(renumbered)
+        if held:
+            ids = np.flatnonzero(fixed_dof)  # their rows and columns: the identity
+            plain.append(self._renumbered(ids, ids, np.ones(len(ids))))
         if rigid:
             r, c, v = (np.concatenate(a) for a in zip(*rigid, strict=True))
             if len(v):
-                plain = [*plain, self._reduce_rigid(r, c, v)]
-        return tuple(np.concatenate(a) for a in zip(*plain, strict=True))
+                plain.append(self._reduce_rigid(r, c, v))
+        if stencils:
+            r, c, v = self._reduce_stencils(stencils)
+            if held:  # the fixed (plain) vertices' rows and columns
+                fq = self.fixed(fixed_dof)
+                keep = ~(fq[r] | fq[c])
+                r, c, v = r[keep], c[keep], v[keep]
+            plain.append((r, c, v))
+        return plain
+
+    @cached_property
+    def _renumbering(self):
+        """id(rows) -> (rows, cols, their renumbering into q) of the last
+        system's plain blocks (see :meth:`_renumbered_block`)."""
+        return {}
+
+    def _renumbered_block(self, rows, cols, vals, renumbered):
+        """_renumbered(rows, cols, vals) of a block of plain DOFs, the
+        renumbering of its pattern reused from the last system when the
+        block comes with the same pattern arrays (the elastic block's,
+        precomputed once: most of a mixed pile's entries); renumbered
+        collects this system's for the next."""
+        hit = self._renumbering.get(id(rows))
+        if hit is None or hit[0] is not rows or hit[1] is not cols:
+            hit = (rows, cols, *self._renumbered(rows, cols, vals)[:2])
+        renumbered[id(rows)] = hit
+        return hit[2], hit[3], vals
 
     @cached_property
     def plain_q(self):

@@ -85,22 +85,23 @@ def test_the_reduced_hessian_of_stencil_blocks_is_the_transpose_product():
     T.add_pattern(rows, cols, rng.normal(size=50))
     H = np.zeros((2 * m.n, 2 * m.n))
     np.add.at(H, T.arrays()[:2], T.arrays()[2])
-    r, c, v = b.reduce_hessian(T)
+    r, c, v = b.reduce_system(T)
     Hq = np.zeros((b.n_q, b.n_q))
     np.add.at(Hq, (r, c), v)
     np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)
 
 
-def test_the_reduced_system_with_fixed_dofs_is_the_entrywise_reduction():
-    """Block by block (blocks all plain and free renumbered as they are) it
-    gives the triplets of reduce_triplets(*T.system(fixed)), in their order."""
-    m = mixed_model()
-    b = m.basis
-    rng = np.random.default_rng(4)
+def fixed_system_triplets(b, m, rng, elastic=None):
+    """(T, fixed): stencil blocks on free plain vertices, across plain and
+    rigid ones (some of them fixed), loose entries, a dense diagonal, and
+    optionally a block of the plain pattern ``elastic`` (rows, cols, dofs);
+    fixed: three plain vertices' x DOFs."""
     rigid = np.flatnonzero(b.vertex_body >= 0)
     plain = np.flatnonzero(b.vertex_body < 0)
     fixed_vertices, free = plain[:3], plain[3:]
     T = Triplets(2 * m.n)
+    if elastic is not None:
+        T.add_pattern(elastic[0], elastic[1], rng.normal(size=len(elastic[0])), elastic[2])
     for k, picks in ((3, (free, free, free)), (3, (plain, rigid, rigid)), (2, (plain, plain)), (1, (free,))):
         idx = np.column_stack([rng.choice(p, 30) for p in picks])
         T.add_stencils(idx, np.zeros((len(idx), 2 * k)), rng.normal(size=(len(idx), 2 * k, 2 * k)))
@@ -108,9 +109,49 @@ def test_the_reduced_system_with_fixed_dofs_is_the_entrywise_reduction():
     T.add_dense_diagonal(rng.normal(size=2 * m.n))
     fixed = np.zeros(2 * m.n, bool)
     fixed[2 * fixed_vertices] = True
-    expected = b.reduce_triplets(*T.system(fixed))
-    for got, want in zip(b.reduce_system(T, fixed), expected, strict=True):
-        np.testing.assert_array_equal(got, want)
+    return T, fixed
+
+
+def test_the_reduced_system_with_fixed_dofs_is_the_transpose_product():
+    """With fixed DOFs: B^T H' B, H' the Hessian with their rows and columns
+    made the identity (Triplets.system), and no other nonzero entry on them
+    (the stencils reduced per vertex pair drop theirs)."""
+    m = mixed_model()
+    b = m.basis
+    Bd = dense_basis(b, 2 * m.n)
+    T, fixed = fixed_system_triplets(b, m, np.random.default_rng(4))
+    H = np.zeros((2 * m.n, 2 * m.n))
+    rows, cols, vals = T.system(fixed)
+    np.add.at(H, (rows, cols), vals)
+    r, c, v = b.reduce_system(T, fixed)
+    Hq = np.zeros((b.n_q, b.n_q))
+    np.add.at(Hq, (r, c), v)
+    np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)
+    fq = b.fixed(fixed)
+    on_fixed = (fq[r] | fq[c]) & (v != 0.0)  # (dense 6 x 2 blocks hold zeros on them)
+    assert fq.sum() == 3 and np.all(r[on_fixed] == c[on_fixed]) and np.all(v[on_fixed] == 1.0)
+
+
+def test_a_plain_block_s_renumbering_is_reused_only_for_the_same_pattern():
+    """A block of plain DOFs keeps its renumbering into q from one system to
+    the next while it comes with the same pattern arrays; new arrays (a
+    pattern of the same size) are renumbered anew."""
+    m = mixed_model()
+    b = m.basis
+    Bd = dense_basis(b, 2 * m.n)
+    rng = np.random.default_rng(5)
+    plain_dofs = np.flatnonzero(~b.rigid_dof)[6:]  # free ones (the fixed are the first three x DOFs)
+    for _ in range(3):  # three patterns
+        dofs = rng.choice(plain_dofs, 40)
+        elastic = (dofs, rng.permutation(dofs), dofs)
+        for _again in range(2):  # the same arrays twice: the second time from the cache
+            T, fixed = fixed_system_triplets(b, m, rng, elastic)
+            H = np.zeros((2 * m.n, 2 * m.n))
+            np.add.at(H, T.system(fixed)[:2], T.system(fixed)[2])
+            r, c, v = b.reduce_system(T, fixed)
+            Hq = np.zeros((b.n_q, b.n_q))
+            np.add.at(Hq, (r, c), v)
+            np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)
 
 
 def test_the_reduced_mass_is_the_transpose_product_of_the_lumped_masses():
