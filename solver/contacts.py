@@ -59,7 +59,11 @@ def candidate_stencils(model, x0, x1, pad, cache=None, groups=None):
     eligible = model.pair_eligible
     if eligible is not None:
         # small scene: dense box test with the eligibility of every pair precomputed
+        # (sorted by point, then edge, as the grid's pairs: the same stencils in the same order)
         pi, ei = np.nonzero(overlap_matrix(plo, phi, elo, ehi) & eligible)
+        if groups is not None:
+            keep = groups.keep(pi, ei)
+            pi, ei = pi[keep], ei[keep]
         return np.column_stack([pts[pi], edges[ei]])
     if cache is None:
         pi, ei = candidates(plo, phi, elo, ehi, groups=groups)

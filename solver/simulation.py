@@ -214,6 +214,7 @@ class Simulation:
         self.timers = Timers()  # seconds per stage, for benchmarks
         # the broad phase's pairs, reused while they cover the motion
         self._candidates = CandidateCache()
+        self._held_groups = (None, None)  # (Sleep.held, the owners' Groups with it one more, apart)
         # rigid bodies whose own features cannot meet over a query: their own pairs are skipped
         self._rigid_gaps = (
             RigidGaps(m, p.dhat, s.ccd_gap_kept) if m.basis is not None and m.basis.n_rigid else None
@@ -578,7 +579,9 @@ class Simulation:
         p = self.params
         if self._state_stencils is None:
             return self._contact_set(self.x, self.x)
-        stencils = self._sleep.keep(self._state_stencils)  # those among sleeping bodies: constant
+        # bodies fell asleep since these were found: those among them are constant (the
+        # broad phase leaves them out of the contact sets built later, solver/sleep.py)
+        stencils = self._sleep.keep(self._state_stencils)
         return build_contact_set(self.model, stencils, self.kappa, p.dhat, p.formulation)
 
     def _contact_set(self, x0, x1):
@@ -586,23 +589,26 @@ class Simulation:
         with self.timers("broad_phase"):
             groups = self._groups(x0, x1, p.dhat)
             stencils = candidate_stencils(self.model, x0, x1, p.dhat, self._candidates, groups)
-            return build_contact_set(
-                self.model, self._sleep.keep(stencils), self.kappa, p.dhat, p.formulation
-            )
+            return build_contact_set(self.model, stencils, self.kappa, p.dhat, p.formulation)
 
     def _groups(self, x0, x1, pad):
         """The broad phase's groups of a query (None without rigid bodies and
         nothing asleep): the rigid bodies that cannot meet themselves over x0 ->
-        x1 (solver/rigid_gaps.py); what Sleep holds in one more, whose pairs
-        among themselves Sleep.keep drops anyway."""
-        m = self.model
+        x1 (solver/rigid_gaps.py); what Sleep holds in one more, apart (the
+        stencils all of whose vertices are held: their energy is a constant)."""
         groups = None if self._rigid_gaps is None else self._rigid_gaps.groups(x0, x1, pad)
         held = self._sleep.held if self._sleep.enabled else None
         if held is None:
             return groups
+        if self._held_groups[0] is not held:  # built again only when Sleep.held changes
+            m = self.model
+            owners = Groups(m.owner[m.points], m.owner[m.edges[:, 0]], np.zeros(len(m.names), bool))
+            self._held_groups = (held, owners.with_held(held[m.points], held[m.edges].all(axis=1)))
+        held_groups = self._held_groups[1]
         if groups is None:
-            groups = Groups(m.owner[m.points], m.owner[m.edges[:, 0]], np.zeros(len(m.names), bool))
-        return groups.with_held(held[m.points], held[m.edges].all(axis=1))
+            return held_groups  # (the same object while held is: the candidate cache sees it)
+        # the rigid groups are the owners too (solver/rigid_gaps.py), their apart ones per query
+        return Groups(held_groups.point, held_groups.edge, np.append(groups.apart, True))
 
     def _ccd_step(self, x, dx, cs):
         """Largest fraction of dx that is collision-free (point-edge and half-planes)."""

@@ -5,9 +5,12 @@ and without speeding up, leaves Newton's system until something touches it.
 A sleeping body is held where it is (its DOFs join Newton's fixed ones, its
 velocity is zero): to the awake bodies it is an obstacle like a collider, so
 the barrier and CCD keep them out of it.  Contact stencils whose vertices are
-all held (sleeping bodies, colliders that do not move this step) are dropped
-from the contact sets: their energy is a constant.  With every body asleep
-and no collider moving, the step is not solved at all.
+all held (sleeping bodies, colliders that do not move this step) are left out
+of the contact sets: their energy is a constant.  The broad phase does not
+form them (the held primitives are one apart group of its queries,
+``Simulation._groups``); :meth:`Sleep.keep` drops them from the stencils found
+at the state before bodies fell asleep.  With every body asleep and no
+collider moving, the step is not solved at all.
 
 Islands wake (all their bodies at once) when
 
@@ -188,17 +191,18 @@ class Sleep:
         self.asleep = np.zeros(n_b, bool)
         self.still = np.zeros(n_b, np.intp)
         self.run_speed = np.zeros(n_b)  # fastest vertex speed at the first still step of the run
-        self.run_time = np.zeros(n_b)  # time since then [s]
+        self.run_time = np.zeros(n_b)  # time since then [s] (set anew when a run starts: still == 0)
         self.island = np.full(n_b, -1, np.intp)
         self.next_island = 0
         self.keys = np.zeros(0, np.int64)  # the awake bodies' contacts at the last step's end
         self.force_ref = np.zeros((model.n, 2))  # external force when each vertex fell asleep
+        self.force_limit_sq = (settings.force_change * self.mass * g_ref) ** 2  # its change that wakes
         self.unsleepable = _unsleepable(model)
         self.link_pairs, self.link_of_pair = _link_pairs(model)
         self.held = None
         self.asleep_vertex = np.zeros(model.n, bool)
         # stencils within dhat among sleeping bodies (and still colliders) when they
-        # fell asleep: keep() drops them, the reported distances must not
+        # fell asleep: the contact sets leave them out, the reported distances must not
         self.slept = np.zeros((0, 3), np.intp)
         self._held_d = None  # their distances while held stays the same
         self._moving = np.zeros(model.n, bool)  # prescribed vertices moving this step
@@ -216,7 +220,6 @@ class Sleep:
         not part of the state it stores; still islands fall asleep again)."""
         self.asleep[:] = False
         self.still[:] = 0
-        self.run_time[:] = 0.0
         self.island[:] = -1
         self.keys = np.zeros(0, np.int64)
         self.since_probe = 0
@@ -232,7 +235,6 @@ class Sleep:
         woken = self.asleep & np.isin(self.island, self.island[hit])
         self.asleep &= ~woken
         self.still[woken] = 0
-        self.run_time[woken] = 0.0
         self.island[woken] = -1
         self.woke += int(woken.sum())
         self._hold(self._moving)
@@ -260,7 +262,8 @@ class Sleep:
         whether anything woke (the contacts at the state then need a full
         broad phase: those among sleeping bodies were not kept)."""
         self.woke = 0
-        moving = np.any(target != x_prev, axis=1)
+        # (per column: reductions over a length-2 axis cost a settled pile's step several times more)
+        moving = (target[:, 0] != x_prev[:, 0]) | (target[:, 1] != x_prev[:, 1])
         self._moving = moving
         if not self.asleep.any():
             self._hold(moving)
@@ -268,9 +271,9 @@ class Sleep:
         s = self.settings
         if model_changed:
             self.wake(self.asleep.copy())
-        change = np.linalg.norm(force - self.force_ref, axis=1)
-        limit = np.where(self.asleep_vertex, s.force_change * self.mass * self.g_ref, np.inf)
-        self.wake(self._bodies_of(np.flatnonzero((change > limit) | (moving & self.asleep_vertex))))
+        d = force - self.force_ref
+        changed = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] > self.force_limit_sq
+        self.wake(self._bodies_of(np.flatnonzero((changed | moving) & self.asleep_vertex)))
         self.since_probe += 1
         if s.probe_every and self.since_probe >= s.probe_every and self.asleep.any():
             self.since_probe = 0
@@ -289,12 +292,12 @@ class Sleep:
             held = self.asleep_vertex | (self.is_collider & ~moving)
         if held is None or self.held is None or not np.array_equal(held, self.held):
             self._held_d = None
-        self.held = held
+            self.held = held  # (a new array only when it changes: the broad phase's groups follow it)
         self.everything_held = held is not None and bool(held.all())
 
     def held_distances(self, x):
-        """(k,) the distances at x of the pairs within dhat that :meth:`keep`
-        drops this step (all their vertices held), known from when their
+        """(k,) the distances at x of the pairs within dhat that the contact
+        sets leave out this step (all their vertices held), known from when their
         island fell asleep: a reported smallest distance covers them too.
         Held vertices do not move: measured again only when held changes."""
         if self.held is None or not len(self.slept):
@@ -322,7 +325,9 @@ class Sleep:
         return True
 
     def keep(self, stencils):
-        """The stencils (k, 3) whose energy can change this step: not all held."""
+        """The stencils (k, 3) whose energy can change this step: not all held
+        (for stencils found before held grew: the broad phase's queries leave
+        the held ones out themselves)."""
         if self.held is None or not len(stencils):
             return stencils
         return stencils[~self.held[stencils].all(axis=1)]
@@ -408,7 +413,6 @@ class Sleep:
         v[verts] = 0.0
         self.force_ref[verts] = force[verts]
         self.still[sleepy] = 0
-        self.run_time[sleepy] = 0.0
         held = verts | self.is_collider  # (a moving collider's stencils are kept while it moves)
         new = verts[stencils].any(axis=1) & held[stencils].all(axis=1)
         self.slept = np.concatenate([self.slept, stencils[new]])

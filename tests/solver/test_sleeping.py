@@ -26,6 +26,8 @@ from invariants import boundary_edges, crossing_edge_pairs, grid_square, point_s
 from test_analytic import slope_scene
 
 from solver import Body, Collider, HalfPlane, Material, Scene, SimParams, Simulation
+from solver.broad_phase import Groups
+from solver.contacts import candidate_stencils
 from solver.examples import pile
 from solver.io import cli
 from solver.model import build_model
@@ -217,6 +219,31 @@ def pair_distances(sim):
             out.append((xi - np.asarray(h.point)) @ np.asarray(h.normal))
     d = np.concatenate(out)
     return d[d < scene.params.dhat]
+
+
+def test_the_dense_broad_phase_leaves_out_the_held_and_apart_pairs_as_the_grid_does():
+    """Small scenes' dense box test (model.pair_eligible) skips the pairs within
+    an apart group, the held vertices' one included: the stencils are those of a
+    loop over every point and edge whose boxes overlap, that may contact and are
+    not both in one apart group, in the grid's order (point, then edge)."""
+    sim = Simulation(rigid_pile())
+    m, x, pad = sim.model, sim.x, 0.05  # (a pad above the shapes' own gaps: own pairs to skip)
+    assert m.pair_eligible is not None
+    held = np.isin(m.owner, [0, 2, 3])
+    owners = Groups(m.owner[m.points], m.owner[m.edges[:, 0]], np.array([False, True] * 4))
+    groups = owners.with_held(held[m.points], held[m.edges].all(axis=1))
+    got = candidate_stencils(m, x, x, pad, groups=groups)
+    want = []
+    for i, p in enumerate(m.points):
+        for j, (a, b) in enumerate(m.edges):
+            lo, hi = np.minimum(x[a], x[b]), np.maximum(x[a], x[b])
+            overlap = np.all(x[p] - pad <= hi) and np.all(lo <= x[p] + pad)
+            same = groups.point[i] == groups.edge[j] and groups.apart[groups.point[i]]
+            if overlap and not same and m.may_contact(np.array([p]), np.array([a]), np.array([b]))[0]:
+                want.append((p, a, b))
+    assert len(want) > 50 and len(want) < len(candidate_stencils(m, x, x, pad))
+    np.testing.assert_array_equal(got, np.array(want))
+    assert not held[got].all(axis=1).any()
 
 
 def test_the_smallest_distance_reported_covers_sleeping_pairs():
