@@ -19,7 +19,7 @@ unknowns z are the other inner DOFs (in order) followed by 6 + k per stiff
 body.  Modes are scaled by sqrt(body mass) in B, so that a unit amplitude is
 a mass-weighted RMS displacement of 1 m.
 
-Mode computation (:func:`elastic_modes`), once per scene: dense ``eigh`` up to
+Mode computation (:func:`elastic_basis`), once per scene: dense ``eigh`` up to
 DENSE_DOFS DOFs per body (2 per vertex; O(n^3), 0.7 s at 1152 DOFs); above,
 block inverse iteration on K + s M with the solver's own sparse Cholesky
 (numpy or scipy path alike; about 3 s for 6 modes of 13k DOFs).  See
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -58,14 +59,13 @@ def affine_columns(X):
 
 @dataclass(frozen=True)
 class _RestBody:
-    """A body's elasticity linearized at rest: element Hessians H (m, 6, 6) on
-    its DOFs dofs (m, 6), lumped DOF masses m (2n,), affine columns U (2n, 6),
-    and the elements el and rest positions (n, 2) the Hessians come from."""
+    """A body's elasticity linearized at rest: element Hessians H (m, 6, 6)
+    of its elements el (local vertex indices, at the rest positions rest
+    (n, 2)), lumped DOF masses m (2n,) and affine columns U (2n, 6)."""
 
     el: object
     rest: np.ndarray
     H: np.ndarray
-    dofs: np.ndarray
     m: np.ndarray
     U: np.ndarray
 
@@ -77,28 +77,17 @@ def _rest_body(rest, tris, mu, lam, mass):
         el,
         rest,
         elasticity.hessian(el, rest, project=False),
-        (2 * tris[:, :, None] + np.arange(2)).reshape(-1, 6),
         np.repeat(np.asarray(mass, float), 2),
         affine_columns(rest - rest.mean(axis=0)),
     )
 
 
-def elastic_modes(rest, tris, mu, lam, mass, k):
-    """(phi (2n, k), lambdas (k,)): the k lowest eigenpairs of K phi = lambda M phi
-    for a body (rest (n, 2), tris (m, 3) local, Lame mu/lam (m,), lumped vertex
-    masses (n,)) on the M-orthogonal complement of its affine span: phi^T M phi = I,
-    U^T M phi = 0.  k is clipped to the 2n - 6 modes there are."""
-    body = _rest_body(rest, tris, mu, lam, mass)
-    k = int(min(k, len(body.m) - 6))
-    if k <= 0:
-        return np.zeros((len(body.m), 0)), np.zeros(0)
-    phi, lams, _ = _modes(body, k)
-    return phi, lams
-
-
 def elastic_basis(rest, tris, mu, lam, mass, k):
-    """(2n, k + r): a stiff body's elastic columns, its k lowest modes
-    (:func:`elastic_modes`) followed by r M-orthonormal directions spanning
+    """(2n, k + r): a stiff body's elastic columns (rest (n, 2), tris (m, 3)
+    local, Lame mu/lam (m,), lumped vertex masses (n,)): its k lowest modes,
+    the eigenvectors of K phi = lambda M phi on the M-orthogonal complement of
+    its affine span (phi^T M phi = I, U^T M phi = 0; k clipped to the 2n - 6
+    there are), followed by r M-orthonormal directions spanning
     the modal derivatives of every pair among its lowest min(k,
     DERIVATIVE_MODES) modes, all M-orthogonal to the affine span and to each
     other; r <= 2n - 6 - k (dependent directions are dropped).
@@ -138,7 +127,7 @@ def _dense_modes(body, k):
     m, U = body.m, body.U
     n2 = len(m)
     K = np.zeros((n2, n2))
-    np.add.at(K, (body.dofs[:, :, None], body.dofs[:, None, :]), body.H)
+    np.add.at(K, (body.el.rows, body.el.cols), body.H.ravel())
     s = 1.0 / np.sqrt(m)
     L = K * s[:, None] * s[None, :]
     Q, _ = np.linalg.qr(U * np.sqrt(m)[:, None])
@@ -158,10 +147,9 @@ def _iterated_modes(body, k):
     M-orthogonal complement of the affine span, with Rayleigh-Ritz (large
     bodies); the static solve is the same constrained inverse (its shift s,
     1e-6 of the stiffness, changes a static response by as little)."""
-    H, dofs, m, U = body.H, body.dofs, body.m, body.U
+    H, m, U = body.H, body.m, body.U
     n2 = len(m)
-    rows = np.repeat(dofs, 6, axis=1).ravel()
-    cols = np.tile(dofs, (1, 6)).ravel()
+    rows, cols = body.el.rows, body.el.cols  # H's entries, row-major per element
     s = 1e-6 * float(np.median(np.diagonal(H, axis1=1, axis2=2).sum(axis=1) / 6.0)) / float(np.mean(m))
     shifted = factorize(
         np.concatenate([rows, np.arange(n2)]),
@@ -204,10 +192,10 @@ def _derivative_loads(body, phi):
     central differences of the element Hessians along phi_j (a step moving
     no vertex more than DERIVATIVE_STEP of the body's smallest triangle
     height: strains of 1e-4 at most, so that no sliver inverts)."""
-    corners = body.rest[body.dofs[:, 0::2] // 2]  # (m, 3, 2)
+    corners = body.rest[body.el.tris]  # (m, 3, 2)
     longest = np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2).max(axis=1)
     size = float((2.0 * body.el.area / longest).min())
-    per_element = phi[body.dofs]  # (m, 6, d)
+    per_element = phi[body.el.dofs].reshape(-1, 6, phi.shape[1])  # (m, 6, d)
     loads = []
     for j in range(phi.shape[1]):  # once per mode, at scene setup
         step = DERIVATIVE_STEP * size / float(np.abs(phi[:, j]).max())
@@ -216,7 +204,7 @@ def _derivative_loads(body, phi):
         dH -= elasticity.hessian(body.el, body.rest - dx, project=False)
         f = -np.matmul(dH, per_element[:, :, : j + 1]) / (2.0 * step)  # (m, 6, j + 1)
         out = np.zeros((len(body.m), j + 1))
-        np.add.at(out, body.dofs.ravel(), f.reshape(-1, j + 1))
+        np.add.at(out, body.el.dofs, f.reshape(-1, j + 1))
         loads.append(out)
     return np.hstack(loads)
 
@@ -285,10 +273,12 @@ class ModalBasis:
     vertex_body: np.ndarray
     a_dofs: np.ndarray
     # the stiff bodies' triangles (indices into the model's elements), their body
-    # (S,) index and, per triangle DOF, its weights on the body's q DOFs (m, 6, W)
+    # index, their rest data (Lame parameters: the model's, per step) and
+    # G (m, 4, W): vec(F) per unit q of the body, B_e Phi_e (constant)
     stiff_tris: np.ndarray
     tri_body: np.ndarray
-    tri_phi: np.ndarray
+    tri_elements: object
+    tri_G: np.ndarray
     tri_starts: np.ndarray  # (S,) each stiff body's first triangle among stiff_tris
     stiff_vertex: np.ndarray  # (N,) bool
     row_starts: np.ndarray  # (S,) each stiff body's first row in phi (its rows are consecutive)
@@ -303,70 +293,54 @@ class ModalBasis:
             raise AttributeError(name)
         return getattr(inner, name)
 
-    # ----------------------------------------------------------- vectors
-    def reduce_gradient(self, g):
-        """B^T g for a vertex-space vector g (2N,)."""
-        ga = g if self.inner is None else self.inner.reduce_gradient(g)
-        out = np.zeros(self.n_q)
-        plain = self.keep >= 0
-        out[self.keep[plain]] = ga[plain]
-        # the stiff DOFs, in inner order, are phi's rows in order: Phi_s^T g_s per body
-        per_body = np.add.reduceat(self.phi * ga[~plain][:, None], self.row_starts, axis=0)
+    # ------------------------------------------- constant index arrays (once)
+    @cached_property
+    def kept_a(self):
+        """The inner DOFs kept one to one (their q DOFs: kept_q)."""
+        return np.flatnonzero(self.keep >= 0)
+
+    @cached_property
+    def kept_q(self):
+        return self.keep[self.kept_a]
+
+    @cached_property
+    def stiff_a(self):
+        """The stiff bodies' inner DOFs, in inner order: phi's rows in order."""
+        return np.flatnonzero(self.keep < 0)
+
+    @cached_property
+    def stiff_dofs(self):
+        """The vertex DOF of each of phi's rows (inner order is vertex order for
+        a stiff body's DOFs: plain DOFs come first in the inner basis)."""
+        return np.flatnonzero(np.repeat(self.stiff_vertex, 2))
+
+    @cached_property
+    def body_slots(self):
+        """(S, W): each stiff body's q DOFs, padded with its first (weight 0)."""
+        idx, _ = self._slots(np.arange(len(self.first)))
+        return np.where(self.body_valid, idx, self.first[:, None])
+
+    @cached_property
+    def body_valid(self):
+        """(S, W) bool: which of body_slots are the body's own."""
+        return self._slots(np.arange(len(self.first)))[1]
+
+    @cached_property
+    def body_q(self):
+        """The stiff bodies' q DOFs, body by body (body_slots[body_valid])."""
+        return self.body_slots[self.body_valid]
+
+    @cached_property
+    def own_blocks(self):
+        """(rows, cols, valid (S, W, W)): the triplets' rows and columns of
+        one dense block per stiff body on its own q DOFs (blocks[valid])."""
         idx, valid = self._slots(np.arange(len(self.first)))
-        out[idx[valid]] += per_body[valid]
-        return out
-
-    def expand(self, dq):
-        """B dq as vertex positions (N, 2)."""
-        da = np.zeros(self.n_a)
-        plain = self.keep >= 0
-        da[plain] = dq[self.keep[plain]]
-        on = ~plain
-        idx, valid = self._slots(np.arange(len(self.first)))
-        coefficients = np.where(valid, dq[np.where(valid, idx, 0)], 0.0)  # (S, W), zero-padded
-        da[on] = np.einsum("dj,dj->d", self.phi, coefficients[self.stiff_of[on]])
-        return da.reshape(-1, 2) if self.inner is None else self.inner.expand(da)
-
-    def reduced_mass(self, mass):
-        """(rows, cols, vals): the rigid bodies' B^T M B (AffineBasis.reduced_mass), numbered in
-        q; a stiff body's inertia stays in x (its vertex-space diagonal, reduced through B)."""
-        if self.inner is None:
-            return np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
-        rows, cols, vals = self.inner.reduced_mass(mass)
-        return self.keep[rows], self.keep[cols], vals
-
-    def rotation_corrected(self, x, dq):
-        """dq with each rigid body's rotation made exact (AffineBasis.rotation_corrected);
-        a rigid body's DOFs are kept one to one, the stiff bodies' are left as they are."""
-        if self.inner is None:
-            return dq
-        plain = self.keep >= 0
-        inner_dq = np.zeros(self.n_a)
-        inner_dq[plain] = dq[self.keep[plain]]
-        out = dq.copy()
-        out[self.keep[plain]] = self.inner.rotation_corrected(x, inner_dq)[plain]
-        return out
-
-    def fixed(self, fixed_dof):
-        """(n_q,) bool: the q DOFs of fixed vertex DOFs (a stiff body's pins are springs: none)."""
-        fa = fixed_dof if self.inner is None else self.inner.fixed(fixed_dof)
-        out = np.zeros(self.n_q, bool)
-        plain = self.keep >= 0
-        out[self.keep[plain]] = fa[plain]
-        return out
-
-    def coords(self, x):
-        """q of positions x (N, 2) in the range of B (least squares per stiff body)."""
-        a = x.ravel() if self.inner is None else self.inner.coords(x)
-        q = np.zeros(self.n_q)
-        plain = self.keep >= 0
-        q[self.keep[plain]] = a[plain]
-        for s in range(len(self.first)):  # once per stiff body, not in Newton's loop
-            on = np.flatnonzero(self.stiff_of == s)
-            w = self.width[s]
-            sol = np.linalg.lstsq(self.phi[self.row_of[on], :w], a[on], rcond=None)[0]
-            q[self.first[s] : self.first[s] + w] = sol
-        return q
+        on = valid[:, :, None] & valid[:, None, :]
+        return (
+            np.broadcast_to(idx[:, :, None], on.shape)[on],
+            np.broadcast_to(idx[:, None, :], on.shape)[on],
+            on,
+        )
 
     def _slots(self, body):
         """(idx (n, W), valid (n, W)): the q DOFs of stiff bodies body (n,)."""
@@ -374,39 +348,122 @@ class ModalBasis:
         j = np.arange(W)
         return self.first[body][:, None] + j, j < self.width[body][:, None]
 
+    # ----------------------------------------------------------- vectors
+    def reduce_gradient(self, g):
+        """B^T g for a vertex-space vector g (2N,)."""
+        ga = g if self.inner is None else self.inner.reduce_gradient(g)
+        out = np.zeros(self.n_q)
+        out[self.kept_q] = ga[self.kept_a]
+        # the stiff DOFs, in inner order, are phi's rows in order: Phi_s^T g_s per body
+        per_body = np.add.reduceat(self.phi * ga[self.stiff_a][:, None], self.row_starts, axis=0)
+        out[self.body_q] += per_body[self.body_valid]
+        return out
+
+    def expand(self, dq):
+        """B dq as vertex positions (N, 2)."""
+        da = np.zeros(self.n_a)
+        da[self.kept_a] = dq[self.kept_q]
+        coefficients = np.where(self.body_valid, dq[self.body_slots], 0.0)  # (S, W), zero-padded
+        da[self.stiff_a] = np.einsum("dj,dj->d", self.phi, coefficients[self.stiff_of[self.stiff_a]])
+        return da.reshape(-1, 2) if self.inner is None else self.inner.expand(da)
+
+    def dof_weights(self, dofs):
+        """(slots (..., W), weights (..., W)): the rows of B of the vertex DOFs
+        dofs (...): the q DOFs each depends on and its weights (unused slots:
+        a valid q DOF, weight 0).  Through the inner basis first: a rigid
+        DOF's 3 slots, a plain one's own (weights 1, 0, 0), mapped to q one
+        to one; a stiff DOF's its body's 6 + k with its row of phi."""
+        if self.inner is None:
+            a, wa = dofs[..., None], np.ones((*dofs.shape, 1))
+        else:
+            a, wa = self.inner.slots[dofs], self.inner.weights[dofs]
+        shape = (*dofs.shape, self.phi.shape[1])
+        slots, weights = np.zeros(shape, np.intp), np.zeros(shape)
+        body = self.stiff_of[a[..., 0]]
+        kept = body < 0
+        slots[kept, : a.shape[-1]] = self.keep[a[kept]]
+        weights[kept, : a.shape[-1]] = wa[kept]
+        on = ~kept
+        slots[on] = self.body_slots[body[on]]
+        weights[on] = self.phi[self.row_of[a[on, 0]]]
+        return slots, weights
+
+    def reduced_mass(self, mass):
+        """(rows, cols, vals): B^T M B on the reduced bodies' q DOFs for the
+        lumped vertex masses (N,), constant: the rigid bodies' (AffineBasis.reduced_mass)
+        renumbered, and per stiff body its dense block Phi_b^T M_b Phi_b.  Inertia
+        gives its Hessian so, in q, and its vertex-space diagonal on plain DOFs only."""
+        m = np.repeat(mass, 2)[self.stiff_dofs]
+        blocks = _grouped_products(self.phi * m[:, None], self.phi, self.row_starts)
+        rows, cols, on = self.own_blocks
+        stiff = rows, cols, blocks[on]
+        if self.inner is None:
+            return stiff
+        rows, cols, vals = self.inner.reduced_mass(mass)
+        rigid = self.keep[rows], self.keep[cols], vals
+        return tuple(np.concatenate(a) for a in zip(rigid, stiff, strict=True))
+
+    def rotation_corrected(self, x, dq):
+        """dq with each rigid body's rotation made exact (AffineBasis.rotation_corrected);
+        a rigid body's DOFs are kept one to one, the stiff bodies' are left as they are."""
+        if self.inner is None:
+            return dq
+        inner_dq = np.zeros(self.n_a)
+        inner_dq[self.kept_a] = dq[self.kept_q]
+        out = dq.copy()
+        out[self.kept_q] = self.inner.rotation_corrected(x, inner_dq)[self.kept_a]
+        return out
+
+    def fixed(self, fixed_dof):
+        """(n_q,) bool: the q DOFs of fixed vertex DOFs (a stiff body's pins are springs: none)."""
+        fa = fixed_dof if self.inner is None else self.inner.fixed(fixed_dof)
+        out = np.zeros(self.n_q, bool)
+        out[self.kept_q] = fa[self.kept_a]
+        return out
+
+    def coords(self, x):
+        """q of positions x (N, 2) in the range of B (least squares per stiff body)."""
+        a = x.ravel() if self.inner is None else self.inner.coords(x)
+        q = np.zeros(self.n_q)
+        q[self.kept_q] = a[self.kept_a]
+        for s in range(len(self.first)):  # once per stiff body, not in Newton's loop
+            on = np.flatnonzero(self.stiff_of == s)
+            w = self.width[s]
+            sol = np.linalg.lstsq(self.phi[self.row_of[on], :w], a[on], rcond=None)[0]
+            q[self.first[s] : self.first[s] + w] = sol
+        return q
+
     # ----------------------------------------------------------- matrices
     def reduce_triplets(self, rows, cols, vals):
         """B^T H B for H given as COO triplets in vertex DOFs: triplets in q.
         Through the inner basis first; then entries between kept DOFs map one
-        to one, and those touching a stiff DOF are reduced in two passes:
-        columns first (H Phi, summed per (row, stiff body)), then rows (Phi^T
-        of that, summed into one dense block per pair of stiff bodies)."""
+        to one (first, in their order), and the nonzero ones touching a stiff
+        DOF are reduced by :meth:`_reduce_stiff` (a stiff body's inertia is
+        not among them: it is constant, :meth:`reduced_mass`)."""
         if self.inner is not None:
             rows, cols, vals = self.inner.reduce_triplets(rows, cols, vals)
-        sr = self.stiff_of[rows]
-        # diagonal entries on stiff DOFs (the inertia: most of them): Phi^T diag(d) Phi,
-        # one product per stiff body rather than the two passes below
-        diag = (rows == cols) & (sr >= 0)
-        d = np.bincount(self.row_of[rows[diag]], vals[diag], len(self.phi))
-        blocks = _grouped_products(self.phi * d[:, None], self.phi, self.row_starts)
-        body = np.arange(len(self.first))
-        parts = [self._block_triplets(body, body, blocks)]
-        rows, cols, vals, sr = rows[~diag], cols[~diag], vals[~diag], sr[~diag]
-        sc = self.stiff_of[cols]
-        parts += [
-            (
-                self.keep[rows[(sr < 0) & (sc < 0)]],
-                self.keep[cols[(sr < 0) & (sc < 0)]],
-                vals[(sr < 0) & (sc < 0)],
-            )
-        ]
+        sr, sc = self.stiff_of[rows], self.stiff_of[cols]
+        kept = (sr < 0) & (sc < 0)
+        parts = [(self.keep[rows[kept]], self.keep[cols[kept]], vals[kept])]
+        on = ~kept & (vals != 0.0)  # a dense diagonal's zeros on stiff DOFs add nothing
+        if on.any():
+            parts += self._reduce_stiff(rows[on], cols[on], vals[on], sr[on], sc[on])
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+    def _reduce_stiff(self, rows, cols, vals, sr, sc):
+        """The triplets in q of entries (in inner DOFs) touching a stiff DOF
+        (sr, sc: the stiff body of their row and column, -1 on kept DOFs),
+        in two passes: columns first (H Phi, summed per (row, stiff body)),
+        then rows (Phi^T of that, summed into one dense block per pair of
+        stiff bodies)."""
+        parts = []
         # stiff rows, kept columns: Phi^T H on the row side only
-        on = (sr >= 0) & (sc < 0)
+        on = sc < 0
         idx, valid = self._slots(sr[on])
         v = self.phi[self.row_of[rows[on]]] * vals[on][:, None]
         parts.append((idx[valid], np.broadcast_to(self.keep[cols[on]][:, None], idx.shape)[valid], v[valid]))
         # stiff columns: H Phi summed per (row, column body)
-        on = sc >= 0
+        on = ~on
         r, c, s_c = rows[on], cols[on], sc[on]
         S = len(self.first)
         keys, which = np.unique(r * S + s_c, return_inverse=True)
@@ -429,7 +486,7 @@ class ModalBasis:
         pairs, starts = np.unique(pair_keys[order], return_index=True)
         blocks = _grouped_products(self.phi[self.row_of[yr[st][order]]], Y[st][order], starts)
         parts.append(self._block_triplets(pairs // S, pairs % S, blocks))
-        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+        return parts
 
     def _block_triplets(self, a, b, blocks):
         """Triplets of the dense blocks (G, W, W) between stiff bodies a and b (G,)."""
@@ -500,6 +557,7 @@ def build_modal_basis(inner, model_parts, stiff, modes):
     tri_dofs = (2 * elements.tris[stiff_tris][:, :, None] + np.arange(2)).reshape(-1, 6)
     tri_rows = row_of[a_index[tri_dofs]]
     tri_body = stiff_of[a_index[tri_dofs[:, 0]]]
+    tri_elements = elasticity.make_elements(rest, elements.tris[stiff_tris], 1.0, 0.0)
     return ModalBasis(
         inner,
         int(n_kept + width.sum()),
@@ -516,7 +574,8 @@ def build_modal_basis(inner, model_parts, stiff, modes):
         a_dofs,
         stiff_tris,
         tri_body,
-        phi[tri_rows],
+        tri_elements,
+        np.matmul(tri_elements.B, phi[tri_rows]),
         np.flatnonzero(np.diff(tri_body, prepend=-1)),
         stiff_vertex,
         np.concatenate([[0], np.cumsum([len(d) for d in dof_lists])[:-1]]).astype(np.intp),
@@ -532,15 +591,13 @@ class ModalElasticity:
 
     per_h2, stage = True, "elasticity"
 
-    def __init__(self, basis, elements, weight):
+    def __init__(self, basis, mu, lam, weight):
+        """mu, lam: the stiff triangles' Lame parameters (the model's: animated ones change)."""
         self.basis, self.weight = basis, weight
-        self.el = dataclasses.replace(
-            elasticity.make_elements(elements.rest_positions, elements.tris, 1.0, 0.0),
-            mu=elements.mu,
-            lam=elements.lam,
-        )
-        self.G = np.matmul(self.el.B, basis.tri_phi)  # (m, 4, W): vec(F) per unit q
+        self.el = dataclasses.replace(basis.tri_elements, mu=mu, lam=lam)
+        self.G = basis.tri_G
         self.G_rows = self.G.reshape(-1, self.G.shape[2])
+        self.block_ends = np.append(basis.tri_starts[1:], len(self.G))
 
     @classmethod
     def build(cls, model, consts):
@@ -548,9 +605,7 @@ class ModalElasticity:
         if not isinstance(basis, ModalBasis):
             return None
         keep = basis.stiff_tris
-        el = model.elements
-        part = _Elements(model.rest, el.tris[keep], el.mu[keep], el.lam[keep])
-        return cls(basis, part, consts.h * consts.h)
+        return cls(basis, model.elements.mu[keep], model.elements.lam[keep], consts.h * consts.h)
 
     def value(self, x, cs):
         return elasticity.value(self.el, x)
@@ -564,7 +619,7 @@ class ModalElasticity:
     def reduced_hessian(self, x, project):
         """(rows, cols, vals): the weighted Hessian in q, one dense block per
         stiff body (element Hessians PSD-projected first if project)."""
-        b, el = self.basis, self.el
+        el = self.el
         F = elasticity.deformation_gradient(el, x)
         if project:
             C = elasticity.projected_stress_derivative(el, F)
@@ -573,23 +628,11 @@ class ModalElasticity:
         # H_e = A B^T C B, so Phi_e^T H_e Phi_e = A G^T C G with G = B Phi_e
         # (4 x W, constant): a body's block is one product over its triangles
         CG = np.matmul(C * (self.weight * el.area)[:, None, None], self.G)  # (m, 4, W)
-        ends = np.append(b.tri_starts[1:], len(C))
         blocks = np.stack(
             [  # once per stiff body; its triangles are consecutive (bodies' elements are)
                 self.G_rows[4 * s : 4 * e].T @ CG[s:e].reshape(-1, CG.shape[2])
-                for s, e in zip(b.tri_starts, ends, strict=True)
+                for s, e in zip(self.basis.tri_starts, self.block_ends, strict=True)
             ]
         )
-        idx, valid = b._slots(b.tri_body[b.tri_starts])
-        on = valid[:, :, None] & valid[:, None, :]
-        rows = np.broadcast_to(idx[:, :, None], blocks.shape)[on]
-        cols = np.broadcast_to(idx[:, None, :], blocks.shape)[on]
+        rows, cols, on = self.basis.own_blocks  # every stiff body has triangles, in body order
         return rows, cols, blocks[on]
-
-
-@dataclass(frozen=True)
-class _Elements:
-    rest_positions: np.ndarray
-    tris: np.ndarray
-    mu: np.ndarray
-    lam: np.ndarray

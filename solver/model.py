@@ -109,8 +109,8 @@ class Model:
 
     @cached_property
     def rigid_mass(self):
-        """The rigid bodies' mass matrix in q, B^T M B as triplets (stiff bodies' inertia stays in x)
-        (AffineBasis.reduced_mass; a model with animated densities is a new model)."""
+        """The reduced (rigid and stiff) bodies' mass matrix in q, B^T M B as triplets
+        (the basis' reduced_mass; a model with animated densities is a new model)."""
         return self.basis.reduced_mass(self.mass)
 
     @cached_property

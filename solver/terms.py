@@ -62,8 +62,9 @@ class Inertia:
 
     def __init__(self, mass, x_tilde, basis=None, rigid_mass=None):
         self.mass, self.x_tilde = mass, x_tilde
-        # with rigid bodies (basis) their mass matrix is given in q (reduced_hessian)
-        self.plain = None if basis is None else np.flatnonzero(np.repeat(basis.vertex_body < 0, 2))
+        # with reduced (rigid or stiff) bodies (basis) their mass matrix is given in q
+        # (reduced_hessian, constant): the vertex-space diagonal is on the plain DOFs only
+        self.plain = None if basis is None else np.flatnonzero(~basis.rigid_dof)
         self.rigid_mass = rigid_mass
 
     @classmethod
@@ -86,7 +87,7 @@ class Inertia:
             T.add_diagonal(self.plain, np.repeat(self.mass, 2)[self.plain])
 
     def reduced_hessian(self, x, project):
-        """(rows, cols, vals): the rigid bodies' mass matrix in q, B^T M B (constant)."""
+        """(rows, cols, vals): the reduced bodies' mass matrix in q, B^T M B (constant)."""
         return self.rigid_mass
 
 

@@ -85,20 +85,17 @@ class BasisUnknowns:
     def columns(self, bends):
         """(W (n, r), curvature (r,)): the rank-1 terms c w w^T of bends (see
         :meth:`VertexUnknowns.columns`) as c (B^T w)(B^T w)^T, dense columns
-        on the factorization's unknowns.  An affine basis maps each stencil
-        vector on its own (a vertex DOF's entry to its three q DOFs with the
-        basis' weights); another (stiff bodies) reduces the dense columns."""
+        on the factorization's unknowns.  Each stencil vector is mapped on its
+        own: a vertex DOF's entry to the q DOFs of its row of B, with B's
+        weights (an affine basis: three; with stiff bodies: a stiff body's
+        6 + k, :meth:`~solver.modal.ModalBasis.dof_weights`)."""
         b = self.basis
-        if isinstance(b, AffineBasis):
-            shape = [(len(d), 3 * d.shape[1]) for d, _, _ in bends]
-            bends = [
-                (b.slots[d].reshape(k), (w[:, :, None] * b.weights[d]).reshape(k), c)
-                for (d, w, c), k in zip(bends, shape, strict=True)
-            ]
-            W, curvature = dense_columns(bends, b.n_q)
-        else:
-            Wx, curvature = dense_columns(bends, len(b.rigid_dof))
-            W = np.stack([b.reduce_gradient(w) for w in Wx.T] + [np.zeros(b.n_q)], axis=1)[:, :-1]
+        reduced = []
+        for d, w, c in bends:
+            slots, weights = (b.slots[d], b.weights[d]) if isinstance(b, AffineBasis) else b.dof_weights(d)
+            k = (len(d), d.shape[1] * slots.shape[-1])
+            reduced.append((slots.reshape(k), (w[:, :, None] * weights).reshape(k), c))
+        W, curvature = dense_columns(reduced, b.n_q)
         W = W * (~self.held)[:, None]
         return (W if self.free_ids is None else W[self.free_ids]), curvature
 

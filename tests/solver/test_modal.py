@@ -2,9 +2,10 @@
 
 * the modes solve K phi = lambda M phi on the M-orthogonal complement of the
   affine span, with K the finite-difference Jacobian of the elastic gradient
-  at rest (not the code's Hessian), are M-orthonormal and M-orthogonal to
-  every affine motion; the dense and the iterated solvers agree;
-* the basis' reductions are the products with its dense matrix, alone and
+  at rest (not the code's Hessian), span the lowest eigenvectors of a dense
+  reference solve, are M-orthonormal and M-orthogonal to every affine
+  motion; the dense and the iterated solvers agree;
+* the basis' reductions (and its mass matrix) are the products with its dense matrix, alone and
   under the rigid bodies' basis; the incremental potential through it
   matches finite differences in q (gradient and Hessian);
 * with every mode the stiff body is the deformable body (same trajectory);
@@ -61,16 +62,39 @@ def affine_motions(v):
 
 
 def modes_of(v, t, E, nu, density, k):
-    mu, lam = elasticity.lame(E, nu)
-    m = lumped_mass(v, t, density)
-    phi, lams = modal.elastic_modes(v, t, np.full(len(t), mu), np.full(len(t), lam), m, k)
-    return phi, lams, np.repeat(m, 2)
+    """(phi, lams, M): the stiff body's modes, the first k columns of its
+    basis (clipped to the 2n - 6 there are), their eigenvalues as Rayleigh
+    quotients of the finite-difference K (not the code's), and its DOF masses."""
+    cols, M = basis_of(v, t, E, nu, density, k)
+    phi = cols[:, : min(k, len(M) - 6)]
+    K = rest_stiffness_by_fd(v, t, E, nu)
+    return phi, np.einsum("ij,ij->j", phi, K @ phi), M
+
+
+def reference_modes(v, t, E, nu, M, k):
+    """The k lowest M-orthonormal eigenvectors of K phi = lambda M phi off the
+    affine span, K the finite-difference Jacobian: one dense eigh of
+    M^-1/2 K M^-1/2 projected on the complement (whose 6 zeros come first)."""
+    K = rest_stiffness_by_fd(v, t, E, nu)
+    s = 1.0 / np.sqrt(M)
+    Q, _ = np.linalg.qr(affine_motions(v) / s[:, None])
+    P = np.eye(len(M)) - Q @ Q.T
+    lams, Y = np.linalg.eigh(P @ (K * s[:, None] * s[None, :]) @ P)
+    assert np.abs(lams[:6]).max() < 1e-8 * lams[-1] < lams[6]
+    return s[:, None] * Y[:, 6 : 6 + k]
+
+
+def assert_same_span(A, B, M, atol):
+    """M-orthonormal A and B (n, k) span the same subspace: an orthogonal overlap."""
+    overlap = A.T @ (M[:, None] * B)
+    np.testing.assert_allclose(overlap.T @ overlap, np.eye(A.shape[1]), atol=atol)
 
 
 def test_modes_are_m_orthonormal_eigenvectors_off_the_affine_span():
     v, t, E, nu, rho = square_body()
     phi, lams, M = modes_of(v, t, E, nu, rho, 6)
     assert phi.shape == (2 * len(v), 6)
+    assert_same_span(phi, reference_modes(v, t, E, nu, M, 6), M, 1e-8)
     np.testing.assert_allclose(phi.T @ (M[:, None] * phi), np.eye(6), atol=1e-10)
     U = affine_motions(v)
     assert np.abs(U.T @ (M[:, None] * phi)).max() < 1e-10 * np.abs(U).max()
@@ -94,15 +118,14 @@ def test_dense_and_iterated_modes_agree(monkeypatch):
     monkeypatch.setattr(modal, "DENSE_DOFS", 10)
     iterated, lam_iter, _ = modes_of(v, t, E, nu, rho, 5)
     np.testing.assert_allclose(lam_iter, lam_dense, rtol=1e-8)
-    overlap = dense.T @ (M[:, None] * iterated)  # the same subspace: an orthogonal overlap
-    np.testing.assert_allclose(overlap.T @ overlap, np.eye(5), atol=1e-6)
+    assert_same_span(dense, iterated, M, 1e-6)
 
 
 def test_modes_are_clipped_to_the_mesh():
     v, t, E, nu, rho = square_body(n_seg=1)  # 4 vertices: 8 DOFs, 6 affine
-    phi, _, _ = modes_of(v, t, E, nu, rho, 6)
-    assert phi.shape == (8, 2)
-    assert basis_of(v, t, E, nu, rho, 6)[0].shape == (8, 2)  # no room for derivatives
+    cols, M = basis_of(v, t, E, nu, rho, 6)
+    assert cols.shape == (8, 2)  # the 2 modes there are, no room for derivatives
+    assert_same_span(cols, reference_modes(v, t, E, nu, M, 2), M, 1e-8)
 
 
 def basis_of(v, t, E, nu, density, k):
@@ -150,8 +173,8 @@ def test_the_basis_adds_the_modal_derivatives_of_the_lowest_modes():
     v, t, E, nu, rho = square_body()  # 25 vertices: 50 DOFs
     k = 3
     cols, M = basis_of(v, t, E, nu, rho, k)
-    phi, _, _ = modes_of(v, t, E, nu, rho, k)
-    np.testing.assert_array_equal(cols[:, :k], phi)
+    phi = cols[:, :k]
+    assert_same_span(phi, reference_modes(v, t, E, nu, M, k), M, 1e-8)
     np.testing.assert_allclose(cols.T @ (M[:, None] * cols), np.eye(cols.shape[1]), atol=1e-10)
     U = affine_motions(v)
     assert np.abs(U.T @ (M[:, None] * cols)).max() < 1e-10 * np.abs(U).max()
@@ -199,6 +222,17 @@ def test_reductions_are_the_transpose_products_of_the_dense_basis(kinds):
     reduced = np.zeros((b.n_q, b.n_q))
     np.add.at(reduced, (r, c), v)
     np.testing.assert_allclose(reduced, Bd.T @ H @ Bd, atol=1e-12)
+    # the reduced bodies' mass matrix: B^T M B over their vertex DOFs (the plain ones' stays in x)
+    M = np.where(b.rigid_dof, np.repeat(m.mass, 2), 0.0)
+    r, c, v = b.reduced_mass(m.mass)
+    reduced = np.zeros((b.n_q, b.n_q))
+    np.add.at(reduced, (r, c), v)
+    np.testing.assert_allclose(reduced, Bd.T @ (M[:, None] * Bd), atol=1e-12 * m.mass.max())
+    # B's rows one by one (the friction columns' map)
+    slots, weights = b.dof_weights(np.arange(2 * m.n))
+    rows = np.zeros((2 * m.n, b.n_q))
+    np.add.at(rows, (np.arange(2 * m.n)[:, None], slots), weights)
+    np.testing.assert_array_equal(rows, Bd)
     q = rng.normal(size=b.n_q)
     np.testing.assert_allclose(b.coords(b.expand(q)), q, atol=1e-10)
     fixed = np.repeat(m.is_collider, 2)
