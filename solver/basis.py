@@ -195,8 +195,10 @@ class AffineBasis:
             fixed_dof = None
         plain, rigid, stencils = [], [], []
         blocks = zip(T.rows, T.cols, T.vals, T.block_dofs, T.block_stencils, strict=True)
-        for block in blocks:
-            rows, cols, vals, idx = _without_fixed(block, fixed_dof)
+        for rows, cols, vals, dofs, idx in blocks:
+            if fixed_dof is not None and (dofs is None or fixed_dof[dofs].any()):
+                keep = ~(fixed_dof[rows] | fixed_dof[cols])
+                rows, cols, vals, idx = rows[keep], cols[keep], vals[keep], None
             touched = None if idx is None else (self.vertex_body[idx] >= 0).any(axis=1)
             if touched is None:
                 split = self._split(rows, cols, vals)
@@ -324,17 +326,6 @@ class AffineBasis:
         qr = np.broadcast_to((self.group_first[a][:, None] + _LOCAL)[:, :, None], blocks.shape)
         qc = np.broadcast_to((self.group_first[b][:, None] + _LOCAL)[:, None, :], blocks.shape)
         return qr[valid], qc[valid], blocks[valid]
-
-
-def _without_fixed(block, fixed_dof):
-    """(rows, cols, vals, stencils) of a Triplets block (rows, cols, vals, dofs,
-    stencils) without its entries on fixed DOFs (fixed_dof (2N,) bool or None),
-    then no longer dense stencil blocks (stencils None)."""
-    rows, cols, vals, dofs, idx = block
-    if fixed_dof is None or (dofs is not None and not fixed_dof[dofs].any()):
-        return rows, cols, vals, idx
-    keep = ~(fixed_dof[rows] | fixed_dof[cols])
-    return rows[keep], cols[keep], vals[keep], None
 
 
 _LOCAL = np.arange(6)
