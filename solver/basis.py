@@ -179,26 +179,17 @@ class AffineBasis:
     def vertex_group(self):
         return self.dof_group[0::2]
 
-    def reduce_hessian(self, T, fixed_dof=None):
+    def reduce_hessian(self, T):
         """B^T H B for the Hessian H assembled in T (a Triplets), as COO
-        triplets in q; with fixed_dof (2N,) bool, of H with the fixed rows and
-        columns made identity first (``T.system(fixed_dof)``, the same matrix).
-        Blocks of dense stencil Hessians touching a rigid body are reduced per
-        pair of vertices (:meth:`_reduce_stencils`).  The stencils touching
-        none (a deformable body's elastic block: most entries of a mixed
-        scene) are renumbered into q without a test per entry; the blocks
-        without stencils, and those touching a fixed DOF, are split entry by
-        entry (:meth:`_reduce_rigid`).  Fixed DOFs change only the blocks they
-        touch: a pile's contact stencils keep their reduction per vertex pair
-        when a collider's vertices are fixed."""
-        if fixed_dof is not None and not fixed_dof.any():
-            fixed_dof = None
+        triplets in q.  Blocks of dense stencil Hessians touching a rigid
+        body are reduced per pair of vertices (:meth:`_reduce_stencils`).
+        The stencils touching none (a deformable body's elastic block: most
+        entries of a mixed scene) are renumbered into q without a test per
+        entry; the blocks without stencils are split entry by entry.  The
+        triplets come in :meth:`reduce_triplets`' order: the plain entries
+        in block order, then the reduced rigid ones."""
         plain, rigid, stencils = [], [], []
-        blocks = zip(T.rows, T.cols, T.vals, T.block_dofs, T.block_stencils, strict=True)
-        for rows, cols, vals, dofs, idx in blocks:
-            if fixed_dof is not None and (dofs is None or fixed_dof[dofs].any()):
-                keep = ~(fixed_dof[rows] | fixed_dof[cols])
-                rows, cols, vals, idx = rows[keep], cols[keep], vals[keep], None
+        for rows, cols, vals, idx in T.blocks():
             touched = None if idx is None else (self.vertex_body[idx] >= 0).any(axis=1)
             if touched is None:
                 split = self._split(rows, cols, vals)
@@ -212,13 +203,28 @@ class AffineBasis:
                 entry = np.repeat(touched, len(vals) // len(idx))
                 plain.append(self._renumbered(rows[~entry], cols[~entry], vals[~entry]))
                 stencils.append((idx[touched], vals[entry]))
-        if fixed_dof is not None:
-            fixed = np.flatnonzero(fixed_dof)  # their rows and columns: the identity
-            plain.append(self._renumbered(fixed, fixed, np.ones(len(fixed))))
         parts = [self._reduce_stencils(stencils)] if stencils else []
         if plain:
             parts.append(self._joined(plain, rigid))
         return tuple(np.concatenate(a) for a in zip(*parts, strict=True))
+
+    def reduce_system(self, T, fixed_dof):
+        """reduce_triplets(*T.system(fixed_dof)): the same triplets in the same
+        order (fixed_dof (2N,) bool, never a rigid DOF), without testing the
+        entries of blocks whose DOFs are all plain and free (a deformable
+        body's elastic block): those are renumbered into q as they are."""
+        plain, rigid = [], []
+        for rows, cols, vals, dofs in zip(T.rows, T.cols, T.vals, T.block_dofs, strict=True):
+            if dofs is not None and not (self.rigid_dof[dofs].any() or fixed_dof[dofs].any()):
+                plain.append(self._renumbered(rows, cols, vals))
+                continue
+            keep = ~(fixed_dof[rows] | fixed_dof[cols])
+            split = self._split(rows[keep], cols[keep], vals[keep])
+            plain.append(split[0])
+            rigid.append(split[1])
+        fixed = np.flatnonzero(fixed_dof)  # their rows and columns: the identity
+        plain.append(self._renumbered(fixed, fixed, np.ones(len(fixed))))
+        return self._joined(plain, rigid)
 
     def _joined(self, plain, rigid):
         """The triplets in q of plain (a list of triplets in q) followed by the

@@ -122,8 +122,10 @@ class IncrementalPotential:
         b = self.basis
         # (stiff bodies: per entry; the type's, as ModalBasis forwards to its rigid bodies')
         reduce = getattr(type(b), "reduce_hessian", None)
-        if reduce is not None:
-            parts = [reduce(b, T, fixed_dof)]
+        if reduce is not None and (fixed_dof is None or not fixed_dof.any()):
+            parts = [reduce(b, T)]
+        elif reduce is not None:
+            parts = [b.reduce_system(T, fixed_dof)]
         else:
             parts = [b.reduce_triplets(*(T.arrays() if fixed_dof is None else T.system(fixed_dof)))]
         # the terms whose Hessian is given in q (inertia's B^T M B, orthogonality)

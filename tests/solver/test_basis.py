@@ -91,41 +91,26 @@ def test_the_reduced_hessian_of_stencil_blocks_is_the_transpose_product():
     np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)
 
 
-def test_the_reduced_hessian_with_fixed_dofs_is_the_transpose_product_of_the_system():
-    """Fixed DOFs made identity rows first (T.system): stencil blocks that touch
-    them, that do not (reduced per vertex pair) and loose entries, on the
-    rigid body, the deformable one and across: B^T H_system B, entry for entry."""
+def test_the_reduced_system_with_fixed_dofs_is_the_entrywise_reduction():
+    """Block by block (blocks all plain and free renumbered as they are) it
+    gives the triplets of reduce_triplets(*T.system(fixed)), in their order."""
     m = mixed_model()
     b = m.basis
-    Bd = dense_basis(b, 2 * m.n)
     rng = np.random.default_rng(4)
     rigid = np.flatnonzero(b.vertex_body >= 0)
     plain = np.flatnonzero(b.vertex_body < 0)
     fixed_vertices, free = plain[:3], plain[3:]
     T = Triplets(2 * m.n)
-    blocks = (
-        (3, (free, free, free)),
-        (3, (plain, rigid, rigid)),
-        (3, (free, rigid, rigid)),
-        (3, (rigid, rigid, rigid)),
-        (2, (plain, plain)),
-        (1, (free,)),
-    )
-    for k, picks in blocks:
+    for k, picks in ((3, (free, free, free)), (3, (plain, rigid, rigid)), (2, (plain, plain)), (1, (free,))):
         idx = np.column_stack([rng.choice(p, 30) for p in picks])
-        idx = np.concatenate([idx, idx[:10]])  # repeated stencils: shared vertex pairs
         T.add_stencils(idx, np.zeros((len(idx), 2 * k)), rng.normal(size=(len(idx), 2 * k, 2 * k)))
     T.add_pattern(rng.integers(0, 2 * m.n, 50), rng.integers(0, 2 * m.n, 50), rng.normal(size=50))
     T.add_dense_diagonal(rng.normal(size=2 * m.n))
     fixed = np.zeros(2 * m.n, bool)
     fixed[2 * fixed_vertices] = True
-    rows, cols, vals = T.system(fixed)
-    H = np.zeros((2 * m.n, 2 * m.n))
-    np.add.at(H, (rows, cols), vals)
-    r, c, v = b.reduce_hessian(T, fixed)
-    Hq = np.zeros((b.n_q, b.n_q))
-    np.add.at(Hq, (r, c), v)
-    np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)
+    expected = b.reduce_triplets(*T.system(fixed))
+    for got, want in zip(b.reduce_system(T, fixed), expected, strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_the_reduced_mass_is_the_transpose_product_of_the_lumped_masses():
