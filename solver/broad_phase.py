@@ -20,6 +20,10 @@ from .linsolve import sorted_unique
 
 BRUTE_FORCE_MAX = 16384  # point-edge box tests up to which the dense test beats hashing
 CELLS_PER_ENTRY = 4  # grids up to this many cells per entry find each cell's edges by counting
+PARTIAL_SHARE = 0.02  # CandidateCache: up to this share of boxes outside theirs are searched alone
+PARTIAL_TESTS = 4  # ... in at most this many box tests per box
+PARTIAL_KEPT = 3  # ... while the list kept is at most this many times the last answer
+WIDE_SWEEP = 4.0  # in that search, boxes this many times wider than the mean are tested against all
 
 
 def point_boxes(x0, x1, pad):
@@ -233,31 +237,123 @@ class CandidateCache:
     pairs in the same order (sorted by point, then edge) as a full search,
     without rasterising.  Newton's iterations within a step move far less
     than the step itself, so most queries are answered from the list
-    (design 17 has the measurements)."""
+    (design 17 has the measurements).  When a few boxes leave theirs (up to
+    PARTIAL_SHARE of them: a pile's iterations move a few bodies far), only
+    those get new reference boxes and are searched again, against every
+    box in windows of the boxes sorted by x (:meth:`_update`); the list
+    stays every pair of overlapping reference boxes, so the answers are
+    still the full search's."""
 
     def __init__(self):
         self._reference = None  # (plo, phi, elo, ehi, pi, ei) of the last full search
         self._groups = None  # the groups it was made with
+        self._found = 0  # the pairs of the last answer
 
     def pairs(self, plo, phi, elo, ehi, margins, groups=None):
         """(pi, ei): the pairs whose boxes overlap, as candidates(plo, phi,
         elo, ehi, groups=groups); first a full search on the boxes inflated
         by margins (the points', the edges': scalars or (n, 1)) when they are
-        not inside the reference ones, or when it skipped a group's own pairs
-        that this query asks for."""
+        not inside the reference ones (but a few, while the list is short:
+        :meth:`_update`), or when
+        it skipped a group's own pairs that this query asks for."""
+        boxes = plo, phi, elo, ehi
         ref = self._reference
-        fresh = ref is None or not _inside((plo, phi, elo, ehi), ref[:4])
-        if fresh or not _covers(self._groups, groups):
+        fresh = ref is None or not _covers(self._groups, groups)
+        if not fresh and not _inside(boxes, ref[:4]):
+            # (a list kept from wide margins, a step's first search, costs more per query than a search)
+            fresh = len(ref[4]) > PARTIAL_KEPT * self._found or not self._update(boxes, margins)
+        if fresh:
             pm, em = margins
             wide = (plo - pm, phi + pm, elo - em, ehi + em)
-            ref = self._reference = (*wide, *candidates(*wide, groups=groups))
+            self._reference = (*wide, *candidates(*wide, groups=groups))
             self._groups = groups
-        pi, ei = ref[4], ref[5]
+        pi, ei = self._reference[4], self._reference[5]
         ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
         ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])
         if groups is not None and groups is not self._groups:
             ok &= groups.keep(pi, ei)
+        self._found = np.count_nonzero(ok)
         return pi[ok], ei[ok]
+
+    def _update(self, boxes, margins):
+        """Give the boxes that left their reference ones new ones (inflated by
+        margins) and replace their pairs by a search of them alone; False
+        (nothing changed) when the counts differ or more than PARTIAL_SHARE of
+        the boxes left, or the search would take more than PARTIAL_TESTS box
+        tests per box."""
+        rplo, rphi, relo, rehi, pi, ei = self._reference
+        plo, phi, elo, ehi = boxes
+        if len(plo) != len(rplo) or len(elo) != len(relo):
+            return False
+        p_out, e_out = _outside(plo, phi, rplo, rphi), _outside(elo, ehi, relo, rehi)
+        if np.count_nonzero(p_out) + np.count_nonzero(e_out) > PARTIAL_SHARE * (len(plo) + len(elo)):
+            return False
+        pm, em = margins
+        rplo, rphi = _replaced(rplo, plo - pm, p_out), _replaced(rphi, phi + pm, p_out)
+        relo, rehi = _replaced(relo, elo - em, e_out), _replaced(rehi, ehi + em, e_out)
+        budget = PARTIAL_TESTS * (len(plo) + len(elo))
+        found_p = _sweep(rplo, rphi, np.flatnonzero(p_out), relo, rehi, budget)  # (point, edge)
+        found_e = _sweep(relo, rehi, np.flatnonzero(e_out), rplo, rphi, budget)  # (edge, point)
+        if found_p is None or found_e is None:
+            return False
+        other = ~p_out[found_e[1]]  # the left points' pairs are in found_p
+        new_p = np.concatenate([found_p[0], found_e[1][other]])
+        new_e = np.concatenate([found_p[1], found_e[0][other]])
+        if self._groups is not None:
+            ok = self._groups.keep(new_p, new_e)
+            new_p, new_e = new_p[ok], new_e[ok]
+        stay = ~(p_out[pi] | e_out[ei])
+        n_e = len(elo)
+        key = np.sort(
+            np.concatenate([pi[stay].astype(np.int64) * n_e + ei[stay], new_p.astype(np.int64) * n_e + new_e])
+        )
+        self._reference = (rplo, rphi, relo, rehi, (key // n_e).astype(np.intp), (key % n_e).astype(np.intp))
+        return True
+
+
+def _outside(lo, hi, rlo, rhi):
+    """(n,) bool: the boxes lo/hi (n, 2) not inside their reference boxes rlo/rhi."""
+    inside = (lo[:, 0] >= rlo[:, 0]) & (lo[:, 1] >= rlo[:, 1])
+    inside &= (hi[:, 0] <= rhi[:, 0]) & (hi[:, 1] <= rhi[:, 1])
+    return ~inside
+
+
+def _replaced(a, b, rows):
+    """a (n, 2) with its rows given by the mask rows taken from b (n, 2)."""
+    out = a.copy()
+    out[rows] = b[rows]
+    return out
+
+
+def _sweep(qlo, qhi, which, slo, shi, budget):
+    """(q ids, s ids): the pairs of the boxes q[which] (ids) and every box s
+    that overlap, or None when that takes more than budget box tests.  Each
+    q box is tested against a window of the s boxes sorted by x: those whose
+    lower x lies within the widest s box of its x range (any overlapping one
+    does); s boxes WIDE_SWEEP times wider than the mean (a primitive that
+    moved far) are left out of the windows' width and tested against every
+    q box instead."""
+    if len(which) == 0 or len(slo) == 0:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    widths = shi[:, 0] - slo[:, 0]
+    wide = widths > WIDE_SWEEP * np.mean(widths)
+    narrow = np.flatnonzero(~wide)
+    wide = np.flatnonzero(wide)
+    order = narrow[np.argsort(slo[narrow, 0])]
+    sx = slo[order, 0]
+    width = float(np.max(widths[narrow], initial=0.0))
+    qx = qlo[which, 0]
+    # (a relative slack for the rounding of the widths and of the subtraction)
+    lo = np.searchsorted(sx, qx - width - 4.0 * np.finfo(float).eps * (np.abs(qx) + width), side="left")
+    n = np.searchsorted(sx, qhi[which, 0], side="right") - lo
+    if n.sum() + len(which) * len(wide) > budget:
+        return None
+    qi, si = _expand_runs(which, lo, n, order)
+    qi = np.concatenate([qi, np.repeat(which, len(wide))])
+    si = np.concatenate([si, np.tile(wide, len(which))])
+    ok = (qlo[qi, 0] <= shi[si, 0]) & (slo[si, 0] <= qhi[qi, 0])
+    ok &= (qlo[qi, 1] <= shi[si, 1]) & (slo[si, 1] <= qhi[qi, 1])
+    return qi[ok], si[ok]
 
 
 def _covers(reference, query):

@@ -143,6 +143,43 @@ def test_the_candidate_cache_answers_as_a_full_search_while_boxes_move():
     assert 2 <= full_searches < 7  # the small moves are answered from the list
 
 
+@pytest.mark.parametrize("with_groups", [False, True])
+def test_the_cache_searches_the_few_boxes_that_left_theirs_alone(monkeypatch, with_groups):
+    """A few primitives moving far (a pile's bodies knocked about) get new reference
+    boxes without a full search; every answer is still the full search's, in its
+    order, also for the boxes moved before (their pairs with the others' old boxes)."""
+    from solver import broad_phase
+    from solver.broad_phase import CandidateCache, Groups
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    # 100 closed chains of 30 points (the bodies), short edges
+    x = (rng.uniform(0, 12, (100, 1, 2)) + np.cumsum(rng.normal(scale=0.1, size=(100, 30, 2)), 1)).reshape(
+        -1, 2
+    )
+    nxt = np.arange(n) + 1
+    nxt[29::30] -= 30
+    edges = np.column_stack([np.arange(n), nxt])
+    groups = Groups(np.arange(n) // 30, np.arange(n) // 30, np.ones(100, bool)) if with_groups else None
+    full = []
+    monkeypatch.setattr(broad_phase, "candidates", lambda *a, **k: full.append(1) or candidates(*a, **k))
+    cache = CandidateCache()
+    for share in (0.0, 0.005, 0.01, 0.002, 0.3, 0.0, 0.01):
+        x1 = x.copy()
+        far = rng.random(n) < share
+        x1[far] += rng.normal(scale=0.5, size=(int(far.sum()), 2))
+        plo, phi = point_boxes(x, x1, 0.05)
+        elo, ehi = edge_boxes(x, x1, edges)
+        got = cache.pairs(plo, phi, elo, ehi, (0.02, 0.02), groups)
+        want = candidates(plo, phi, elo, ehi, groups=groups)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+        x = x1
+    # the first query, the one moving 30 %, and the last: its windows among the
+    # boxes widened by that move would test more pairs than a search
+    assert len(full) == 3
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.integers(0, 2**32 - 1),
@@ -184,7 +221,7 @@ def test_the_cache_searches_again_when_a_query_joins_a_group_it_skipped():
     cache = CandidateCache()
     for apart in ([True, True, False, False], [True, True, True, False], [False, True, False, False], None):
         groups = None if apart is None else Groups(group, group[edges[:, 0]], np.array(apart))
-        got = cache.pairs(plo, phi, elo, ehi, (0.05, 0.05), groups)
+        got = cache.pairs(plo, phi, elo, ehi, (0.02, 0.02), groups)
         want = candidates(plo, phi, elo, ehi, groups=groups)
         for a, b in zip(got, want, strict=True):
             np.testing.assert_array_equal(a, b)
