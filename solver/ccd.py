@@ -364,6 +364,12 @@ def half_plane_step(x, dx, point, normal, eta=0.1, t_max=1.0):
         return t_max
     d = np.einsum("ni,ni->n", x - point, normal)
     v = np.einsum("ni,ni->n", dx, normal)
+    return half_plane_step_at(d, v, eta, t_max)
+
+
+def half_plane_step_at(d, v, eta=0.1, t_max=1.0):
+    """half_plane_step from the points' distances d and normal motions v
+    (arrays of one shape: e.g. (points, planes))."""
     approaching = v < 0.0
     if not approaching.any():
         return t_max

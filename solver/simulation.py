@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import barrier_stiffness, ccd, fields, links, motion_check
+from . import barrier, barrier_stiffness, ccd, fields, links, motion_check
 from .animated import AnimatedModel
 from .broad_phase import CandidateCache, Groups
 from .collider_check import collider_status
@@ -621,12 +621,13 @@ class Simulation:
             alpha = min(alpha, float(toi.min()))
         hp = m.hp_points
         if len(hp) and len(m.plane_point):
-            # one batch per half-plane (a few) on the points gathered once: the
+            # on the (points, planes) grid from the points gathered once: the
             # (point, plane) pairs' gathers cost more than the test (R1000: 3 x 32k)
-            xh, dxh = x[hp], dx[hp]
-            for point, normal in zip(m.plane_point, m.plane_normal, strict=True):
-                at = np.broadcast_to(point, xh.shape), np.broadcast_to(normal, xh.shape)
-                alpha = min(alpha, ccd.half_plane_step(xh, dxh, *at, eta=self.settings.ccd_gap_kept))
+            n = m.plane_normal
+            d = barrier.plane_distances(x[hp], m.plane_point, n)
+            dxh = dx[hp]
+            v = dxh[:, 0:1] * n[:, 0] + dxh[:, 1:2] * n[:, 1]  # einsum's sum, written out
+            alpha = min(alpha, ccd.half_plane_step_at(d, v, eta=self.settings.ccd_gap_kept))
         return alpha
 
     def _commit(self, solved, h, t_next):

@@ -9,6 +9,7 @@
   (equal to the analytic first time the eta margin is reached)."""
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from invariants import cross2, point_segment_distance
@@ -145,6 +146,27 @@ def test_half_plane_step_safe_and_maximal(pts, ang, t_max):
     assert np.all(end >= ETA * d * (1 - 1e-9))
     if t < t_max:  # maximal: some point is exactly at its margin
         assert np.any(end <= ETA * d * (1 + 1e-9))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(vec, dvec), min_size=1, max_size=6),
+    st.lists(st.floats(0, 2 * np.pi), min_size=1, max_size=3),
+)
+def test_the_planes_grid_step_is_the_smallest_of_each_planes(pts, angles):
+    """Simulation._ccd_step's form: distances and motions on the (points,
+    planes) grid give each plane's half_plane_step, the smallest of them."""
+    x = np.array([p[0] for p in pts])
+    dx = np.array([p[1] for p in pts])
+    normals = np.array([[np.cos(a), np.sin(a)] for a in angles])
+    points = -1.5 * normals
+    d = np.einsum("nhi,hi->nh", x[:, None, :] - points[None], normals)
+    v = dx @ normals.T
+    each = [
+        ccd.half_plane_step(x, dx, np.tile(p, (len(x), 1)), np.tile(n, (len(x), 1)), eta=ETA)
+        for p, n in zip(points, normals, strict=True)
+    ]
+    assert ccd.half_plane_step_at(d, v, eta=ETA) == pytest.approx(min(each), rel=1e-12)
 
 
 # ------------------------------------------------------------------ inversion
