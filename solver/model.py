@@ -131,6 +131,12 @@ class Model:
         x (N, 2) to each half-plane, from the points gathered once."""
         return barrier.plane_distances(x[self.hp_points], self.plane_point, self.plane_normal)
 
+    def plane_motions(self, dx):
+        """(B, H) motion dx (N, 2) of each boundary vertex hp_points along each
+        half-plane's normal (plane_distances' sum without the plane points)."""
+        dxh, n = dx[self.hp_points], self.plane_normal
+        return dxh[:, 0:1] * n[:, 0] + dxh[:, 1:2] * n[:, 1]
+
     def plane_pairs_below(self, d, dist):
         """The (boundary vertex, plane) pairs of distances d (B, H) (plane_distances)
         below dist: (vertices (n,), plane ids (n,), distances (n,)), vertex-major

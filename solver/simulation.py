@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import barrier, barrier_stiffness, ccd, fields, links, motion_check
+from . import barrier_stiffness, ccd, fields, links, motion_check
 from .animated import AnimatedModel
 from .broad_phase import CandidateCache, Groups
 from .collider_check import collider_status
@@ -623,10 +623,7 @@ class Simulation:
         if len(hp) and len(m.plane_point):
             # on the (points, planes) grid from the points gathered once: the
             # (point, plane) pairs' gathers cost more than the test (R1000: 3 x 32k)
-            n = m.plane_normal
-            d = barrier.plane_distances(x[hp], m.plane_point, n)
-            dxh = dx[hp]
-            v = dxh[:, 0:1] * n[:, 0] + dxh[:, 1:2] * n[:, 1]  # einsum's sum, written out
+            d, v = m.plane_distances(x), m.plane_motions(dx)
             alpha = min(alpha, ccd.half_plane_step_at(d, v, eta=self.settings.ccd_gap_kept))
         return alpha
 

@@ -20,7 +20,7 @@ from functools import cached_property
 
 import numpy as np
 
-from . import barrier, ccd
+from . import ccd
 from .prescribed import kinematic_vertices
 from .profiling import NullTimers
 
@@ -97,10 +97,8 @@ class NewtonStart:
                 steps = ccd.point_edge_step(x[st], dx[st], eta=self.gap_kept)
                 np.minimum.at(fraction, owner[st].ravel(), np.repeat(steps, st.shape[1]))
             if len(m.hp_points) and len(m.plane_point):
-                # (B, H): each boundary vertex against each plane; v: the motion
-                # along the normals, as distances to the planes through the origin
-                d = m.plane_distances(x)
-                v = barrier.plane_distances(dx[m.hp_points], np.zeros_like(m.plane_point), m.plane_normal)
+                # (B, H): each boundary vertex against each plane
+                d, v = m.plane_distances(x), m.plane_motions(dx)
                 landing = (d > s.rest * dhat) & (d + v < s.deep * dhat)
                 keep = np.where(landing, s.rest * dhat, self.gap_kept * d)
                 steps = ccd.half_plane_steps(d, v, keep).min(axis=1)
