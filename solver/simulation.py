@@ -106,6 +106,22 @@ class Trajectory:
 
 
 @dataclass(frozen=True)
+class _Rounds:
+    """Newton's solves of one (sub)step (Simulation._newton_rounds): the last
+    iterate x and a contact set holding every pair within dhat of it, the
+    last solve's NewtonResult, the iterations of all solves, whether the last
+    round converged, the smallest line-search step and the vertices held."""
+
+    x: np.ndarray
+    contacts: object
+    last: object
+    iters: int
+    converged: bool
+    min_alpha: float
+    fixed: np.ndarray
+
+
+@dataclass(frozen=True)
 class _Solved:
     """A Newton solve of one (sub)step: the end state x from x_prev, the
     prescribed targets, a contact set holding every pair within dhat of x,
@@ -423,22 +439,29 @@ class Simulation:
             x, penalty = self._prescribed.first_round(x_prev, target)
             touching = self._touching_bodies(fric_cs)
             x, cs = self._start.guess(x, x_prev + h * self.v, x_tilde, touching)
-        rounds = self._newton_rounds(h, consts, target, penalty, x, cs)
-        x, cs, res, iters, converged, min_alpha, fixed = rounds
-        # x is Newton's last iterate, and cs holds every pair within dhat of it
+        r = self._newton_rounds(h, consts, target, penalty, x, cs)
+        # r.x is Newton's last iterate, and r.contacts holds every pair within dhat of it
         wall = _time.perf_counter() - t_start
-        unknowns = free_unknowns(m, fixed)
+        unknowns = free_unknowns(m, r.fixed)
         return _Solved(
-            x, x_prev, target, cs, iters, converged, min_alpha, res.message, res.vertex, wall, unknowns
+            r.x,
+            x_prev,
+            target,
+            r.contacts,
+            r.iters,
+            r.converged,
+            r.min_alpha,
+            r.last.message,
+            r.last.vertex,
+            wall,
+            unknowns,
         )
 
     def _newton_rounds(self, h, consts, target, penalty, x, cs):
         """Newton's solves of a (sub)step of length h from x (cs: every pair
         within dhat of x): one per penalty round of the prescribed vertices
         (first: penalty), each solved again with the friction taken at its
-        solution up to NewtonSettings.friction_lags times.  Returns (x, its
-        contact set, the last NewtonResult, iterations in all, converged,
-        smallest line-search step, the vertices held)."""
+        solution up to NewtonSettings.friction_lags times (a :class:`_Rounds`)."""
         p = self.params
         with self.timers("step_setup"):
             fixed, penalized = self._held(penalty.pending)
@@ -470,7 +493,7 @@ class Simulation:
             fixed, penalized = self._held(penalty.pending)
             ip = self._potential(consts, penalized, penalty.k_pen)
             cs = None
-        return x, cs, res, total_iters, converged, min_alpha, fixed
+        return _Rounds(x, cs, res, total_iters, converged, min_alpha, fixed)
 
     def _lagged(self, consts, x, cs, penalized, k_pen):
         """The step's potential with its friction's normal forces and tangents
