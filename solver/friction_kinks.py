@@ -63,8 +63,8 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
     (factor, a :class:`~solver.linsolve.linalg.Factorization`; Woodbury), not a
     factorization.  A contact that changes piece settings.regime_switches times is
     held static; majorized contacts keep their model.  All or nothing: when a round
-    would change more than settings.regime_max_contacts curvatures (it would cost
-    more than it saves) or is not a descent direction for the true
+    would change more curvatures than settings.regime_max_entries allows (it would cost
+    more than it saves; :func:`woodbury_step`) or is not a descent direction for the true
     gradient g (2N,) (the modified Hessian need not be definite), the plain
     Newton step is returned: a partial correction measured worse than none.
     After the last round its step is kept.  Returns (dx (N, 2), u: the step on
@@ -119,11 +119,16 @@ def woodbury_step(ip, g, factor, unknowns, model, settings, project=False):
     """The step with the contacts modelled on other pieces (see
     :func:`piece_update`; model: its (sets, slips, at_x, pieces)), on the
     factorization's unknowns (:mod:`solver.unknowns`; the vertex DOFs: (2N,)),
-    or None when more than settings.regime_max_contacts curvatures change
-    (checked before the dense update columns are built: on a pile they
-    would be N x hundreds) or the update is singular."""
+    or None when its dense update columns (the factorization's unknowns x
+    the curvatures that change) would hold more than settings.regime_max_entries
+    numbers (checked before they are built) or the update is singular.
+
+    The columns' size is the round's cost: its forward sweeps and its memory
+    grow with both.  A rigid body's unknowns carry all its contacts, so a
+    pile solved in q changes many curvatures on few unknowns
+    (docs/design/07-regime-rounds.md)."""
     dg, bends = piece_update(ip, len(g), *model, project)
-    if sum(len(dc) for _, _, dc in bends) > settings.regime_max_contacts:
+    if sum(len(dc) for _, _, dc in bends) * unknowns.size > settings.regime_max_entries:
         return None
     W, curvature = unknowns.columns(bends)
     return woodbury_solve(factor, -unknowns.reduce(g + dg), W, curvature)

@@ -34,6 +34,11 @@ class VertexUnknowns:
         """(2N,) bool: the unknowns not held."""
         return ~self.fixed_dof
 
+    @property
+    def size(self):
+        """How many unknowns the factorization solves for."""
+        return len(self.fixed_dof)
+
     def reduce(self, v):
         """The vertex-space vector v (2N,) on the unknowns (held ones zeroed)."""
         return np.where(self.free, v, 0.0)
@@ -68,6 +73,11 @@ class BasisUnknowns:
     def free(self):
         """(n,) bool on the factorization's unknowns: those not held."""
         return ~self.held if self.free_ids is None else np.ones(len(self.free_ids), bool)
+
+    @property
+    def size(self):
+        """How many unknowns the factorization solves for."""
+        return len(self.held) if self.free_ids is None else len(self.free_ids)
 
     def q(self, u):
         """(n_q,) the factorization's unknowns u as q (held ones zero)."""

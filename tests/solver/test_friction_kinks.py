@@ -81,3 +81,40 @@ def test_piece_update_turns_the_hessian_into_the_pieces_hessian(project):
     g_piece = np.zeros(4 * n)
     np.add.at(g_piece, fs.dofs.ravel(), (f_want[:, None] * fs.w).ravel())
     np.testing.assert_allclose(g + dg, g_piece, atol=1e-9)
+
+
+def test_a_round_is_given_up_when_its_update_columns_exceed_the_budget():
+    """friction_kinks.woodbury_step: a round whose dense update columns (the
+    factorization's unknowns x the curvatures that change) would hold more than
+    regime_max_entries numbers returns None (Newton keeps the plain step); at
+    the budget it solves the updated system."""
+    from solver.friction_kinks import piece_update, woodbury_step
+    from solver.linsolve import factorize
+    from solver.newton import NewtonSettings
+    from solver.unknowns import VertexUnknowns
+
+    rng = np.random.default_rng(3)
+    eps, n = 1e-3, 5
+    fs = synthetic_set(rng, n, 1, mu_static=False)
+    u = np.array([1.5, -1.7, 0.5, 3.0, -0.4]) * eps
+    at_x = friction.regime(u, eps)
+    pieces = np.array([0, 0, 1, 1, 1], np.int8)  # four contacts change piece
+    model = ([(fs, np.zeros(n, bool))], [u], [at_x], [pieces])
+    consts = types.SimpleNamespace(h=1.0, eps=eps)
+    size = 4 * n
+    r = sum(len(dc) for _, _, dc in piece_update(consts, size, *model)[1])
+    assert r == 4
+    eye = np.arange(size)
+    factor = factorize(eye, eye, np.ones(size), size)
+    g, unknowns = rng.normal(size=size), VertexUnknowns(np.zeros(size, bool))
+
+    def step(budget):
+        return woodbury_step(consts, g, factor, unknowns, model, NewtonSettings(regime_max_entries=budget))
+
+    assert step(r * size - 1) is None
+    dg, bends = piece_update(consts, size, *model)
+    A = np.eye(size)
+    for dofs, w, dc in bends:
+        for row, wk, c in zip(dofs, w, dc, strict=True):
+            A[np.ix_(row, row)] += c * np.outer(wk, wk)
+    np.testing.assert_allclose(step(r * size), np.linalg.solve(A, -(g + dg)), atol=1e-10)
