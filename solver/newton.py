@@ -33,6 +33,12 @@ Hessian modes (:class:`Mode`) and their transitions, all decided by
                             only cost a factorization
     anything else        -> unchanged
 
+A projected step whose full length passes Armijo is doubled while the
+energy along it shows less curvature than the projected model's
+(:meth:`Newton._extended`): the projection clamps negative curvature to
+zero, and along a buckling or rocking mode projected Newton walks in short
+full steps.
+
 On every mode, the friction kinks (:mod:`solver.friction_kinks`):
 - regime rounds (regime_rounds_min_dofs, when the step came from a
   factorization): the step is re-solved with each friction contact on the
@@ -298,9 +304,7 @@ class Newton:
                 dx, alpha, cs, energy, first = self._shortened_turn(ip, x, g, d, alpha, cs, energy)
                 moved = np.abs(dx).max() / p.dt
             with self.timers("line_search"):
-                alpha, trial, energy = backtrack(
-                    ip, x, dx, alpha, cs, energy, float(np.dot(g, dx.ravel())), s, first
-                )
+                alpha, trial, energy, cs = self._line_search(ip, x, dx, (alpha, cs, energy, first), g, d)
             if speed < p.newton_tol and (alpha is None or alpha * moved < s.stall * p.newton_tol):
                 # The step is small and the energy cannot resolve a decrease
                 # along it (rounding): what force is left is below what this
@@ -435,6 +439,44 @@ class Newton:
             return d.dx, alpha, cs, energy, trial
         beta, short_cs = self.feasible_step(x, short)
         return short, beta, short_cs, energy, None
+
+    def _line_search(self, ip, x, dx, start, g, d):
+        """(alpha or None, E there, E(x), contact set): backtrack along dx from
+        start = (alpha, its contact set, E(x) or None, E at alpha or None), and a
+        projected step (of the Direction d) that passed at its full length
+        extended (:meth:`_extended`)."""
+        alpha, cs, energy, first = start
+        slope = float(np.dot(g, dx.ravel()))
+        alpha, trial, energy = backtrack(ip, x, dx, alpha, cs, energy, slope, self.settings, first)
+        if alpha == 1.0 and d.project:
+            alpha, trial, cs = self._extended(ip, x, dx, (energy, slope, trial), cs)
+        return alpha, trial, energy, cs
+
+    def _extended(self, ip, x, dx, along, cs):
+        """(alpha, E(x + alpha dx), contact set) for a projected step dx whose
+        full length passed Armijo: doubled while the quadratic through E(x), its
+        slope and E at the current length puts the minimum at twice that length
+        or beyond (or has none), the doubled step is collision free and the
+        energy still falls.  along: (E(x), slope g . dx, E(x + dx)).
+
+        The projected Hessian clamps negative curvature to zero, so along a
+        direction where the energy curves down (a compressed body buckling, a
+        body rocking off a corner) its model overestimates the curvature many
+        times and projected Newton walks there in short full steps, each
+        accepted at once (docs/design/02-exact-hessian-first.md)."""
+        energy, slope, trial = along
+        t = 1.0
+        while True:
+            curvature = 2.0 * (trial - energy - t * slope) / (t * t)  # of the fitted quadratic
+            if curvature > 0.0 and -slope / curvature < 2.0 * t:
+                return t, trial, cs
+            beta, longer_cs = self.feasible_step(x, 2.0 * t * dx)
+            if beta < 1.0:
+                return t, trial, cs
+            longer = ip.value(x + 2.0 * t * dx, longer_cs)
+            if not longer < trial:
+                return t, trial, cs
+            t, trial, cs = 2.0 * t, longer, longer_cs
 
     def _linear_solve(self, T, g, fixed_dof, project, expected):
         """(dx (2N,), factor): the Newton step of the Hessian in T for the

@@ -499,3 +499,38 @@ def test_the_hessian_mode_transitions():
         assert next_mode(mode, Event.SMALL_PROJECTED_STEP, on) is Mode.EXACT
     assert NewtonSettings().features(1000) == ALL_FEATURES.features(1000)
     assert not any(vars(off).values())
+
+
+def _extension(value, wall=np.inf):
+    """Newton._extended on the one-vertex energy value(x) from x = 0 along the
+    step dx = (1, 0), whose full length passed Armijo; CCD lets the vertex go up
+    to x0 = wall."""
+    from solver.newton import Newton
+
+    def feasible_step(x, dx):
+        reach = float(x[0, 0] + dx[0, 0])
+        return (1.0 if reach <= wall else (wall - x[0, 0]) / dx[0, 0]), f"cs to {reach:g}"
+
+    newton = Newton(SimParams(), feasible_step, lambda x: None)
+    potential = types.SimpleNamespace(value=lambda x, cs: value(float(x[0, 0])))
+    x, dx = np.zeros((1, 2)), np.array([[1.0, 0.0]])
+    slope = -8.0  # g . dx at x = 0 for both energies below
+    return newton._extended(potential, x, dx, (value(0.0), slope, value(1.0)), "cs to 1")
+
+
+def test_a_projected_step_is_doubled_up_to_the_minimum_the_energy_shows():
+    """The projected model overestimated the curvature eight times (E = (x0 - 8)^2 / 2,
+    the step of the curvature 8): the step doubles to the minimum at 8 and stops
+    there, with the contact set swept to its end."""
+    alpha, energy, cs = _extension(lambda s: 0.5 * (s - 8.0) ** 2)
+    assert alpha == 8.0 and energy == 0.0 and cs == "cs to 8"
+
+
+def test_a_step_along_negative_curvature_doubles_until_ccd_stops_it():
+    """Along negative curvature the energy falls without end: the step doubles
+    while the doubled step is collision free (CCD lets it go to x0 = 5), and a
+    step whose quadratic has its minimum within twice its length is kept."""
+    falling = lambda s: -8.0 * s - 0.5 * s * s  # noqa: E731
+    assert _extension(falling, wall=5.0)[:2] == (4.0, falling(4.0))
+    assert _extension(lambda s: 4.0 * (s - 1.0) ** 2)[:2] == (1.0, 0.0)  # the model was right
+    assert _extension(lambda s: 0.5 * (s - 8.0) ** 2 if s < 3 else 100.0)[0] == 2.0  # E rises again
