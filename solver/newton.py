@@ -317,11 +317,11 @@ class Newton:
             # every candidate set contains all pairs within dhat of it.
             x, energy = x + alpha * dx, trial
             min_alpha = min(min_alpha, alpha)
-            if speed < p.newton_tol and self._balanced(ip, x, cs, fixed_dof):
-                # the step just taken was small and the forces balance where it
-                # landed: converged, without the Hessian and solve of one more
-                # iteration only to measure a step known to be tiny (Newton's
-                # quadratic phase)
+            if max(alpha, 1.0) * speed < p.newton_tol and self._balanced(ip, x, cs, fixed_dof):
+                # the step just taken was small (extended ones by what they moved)
+                # and the forces balance where it landed: converged, without the
+                # Hessian and solve of one more iteration only to measure a step
+                # known to be tiny (Newton's quadratic phase)
                 return NewtonResult(x, True, it + 1, min_alpha, "", cs)
         imbalance = self._imbalance(g, d.acting, ip, x)
         message = (

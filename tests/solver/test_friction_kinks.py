@@ -102,7 +102,8 @@ def test_a_round_is_given_up_when_its_update_columns_exceed_the_budget():
     model = ([(fs, np.zeros(n, bool))], [u], [at_x], [pieces])
     consts = types.SimpleNamespace(h=1.0, eps=eps)
     size = 4 * n
-    r = sum(len(dc) for _, _, dc in piece_update(consts, size, *model)[1])
+    dg, bends = piece_update(consts, size, *model)
+    r = sum(len(dc) for _, _, dc in bends)
     assert r == 4
     eye = np.arange(size)
     factor = factorize(eye, eye, np.ones(size), size)
@@ -112,7 +113,6 @@ def test_a_round_is_given_up_when_its_update_columns_exceed_the_budget():
         return woodbury_step(consts, g, factor, unknowns, model, NewtonSettings(regime_max_entries=budget))
 
     assert step(r * size - 1) is None
-    dg, bends = piece_update(consts, size, *model)
     A = np.eye(size)
     for dofs, w, dc in bends:
         for row, wk, c in zip(dofs, w, dc, strict=True):
