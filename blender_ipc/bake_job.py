@@ -51,6 +51,7 @@ from .shape_keys import add_frame_key, append_bake, begin_keys, remove_keys, to_
 from .signature import input_signature
 from .solver import Simulation, SolverInputError, touching
 from .solver.collider_check import compact_ranges
+from .solver.newton import NewtonSettings
 from .solver.settings import SolverSettings
 from .solver.sleep import SleepSettings
 from .solver.validate import check_scene
@@ -83,10 +84,13 @@ class BakeStats:
 
 def solver_settings(s):
     """The solver's settings for the scene settings s: its defaults, with sleeping bodies
-    when Deactivation is on (docs/design/18-sleeping.md)."""
-    if not s.use_deactivation:
+    when Deactivation is on (docs/design/18-sleeping.md) and friction taken again at each
+    step's result Friction Updates times (docs/design/20-friction-lag-updates.md)."""
+    sleep = SleepSettings(enabled=s.use_deactivation)
+    newton = NewtonSettings(friction_lags=s.friction_updates)
+    if sleep == SleepSettings() and newton == NewtonSettings():
         return None
-    return SolverSettings(sleep=SleepSettings(enabled=True))
+    return SolverSettings(newton=newton, sleep=sleep)
 
 
 class BakeJob:

@@ -130,6 +130,7 @@ def draw_advanced(layout, context):
     col.prop(s, "formulation")
     col.prop(s, "eps_v")
     col.prop(s, "friction_mollifier")
+    col.prop(s, "friction_updates")
     col.prop(s, "newton_tol")
     col.prop(s, "force_tol")
     col.prop(s, "max_newton_iters")

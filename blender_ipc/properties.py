@@ -357,6 +357,16 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
             ),
         ],
     )
+    friction_updates: IntProperty(
+        name="Friction Updates",
+        default=0,
+        min=0,
+        max=3,
+        description="Take friction again at each step's result, up to this many times per step: "
+        "a body landing on a slope then stops where Coulomb's law stops it instead of sliding on "
+        "through the landing. 0: friction from each step's start (fastest: 1 costs piles about "
+        "50 % more Newton iterations)",
+    )
     newton_tol: FloatProperty(
         name="Newton Tolerance",
         default=1e-2,

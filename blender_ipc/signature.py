@@ -163,6 +163,7 @@ _NOT_INPUTS = {
 _LATER_SETTINGS = {
     "friction_mollifier": ("Friction Mollifier", "linear"),
     "use_deactivation": ("Deactivation", False),
+    "friction_updates": ("Friction Updates", 0),
 }
 _LATER_DEFAULTS = {f"setting '{label}'": value for label, value in _LATER_SETTINGS.values()}
 
