@@ -50,6 +50,7 @@ from .resume import put as put_checkpoint
 from .shape_keys import add_frame_key, append_bake, begin_keys, remove_keys, to_local_frames, write_bake
 from .signature import input_signature
 from .solver import Simulation, SolverInputError, touching
+from .solver.basis import RIGID_STRAIN_LIMIT
 from .solver.collider_check import compact_ranges
 from .solver.newton import NewtonSettings
 from .solver.settings import SolverSettings
@@ -78,6 +79,9 @@ class BakeStats:
     failure_splits: int = 0  # solves that did not converge, taken again in halves
     refined_frames: int = 0
     slept_bodies: int = 0  # most bodies asleep at once (Deactivation; this job's frames only)
+    # rigid bodies squashed or stretched beyond RIGID_STRAIN_LIMIT (this job's frames only):
+    # {body index: [largest strain, frames]}
+    strained: dict = field(default_factory=dict)
     crossings: list = field(default_factory=list)
     frame_rows: list = field(default_factory=list)  # frame_diagnostics.frame_row per frame
 
@@ -91,6 +95,28 @@ def solver_settings(s):
     if sleep == SleepSettings() and newton == NewtonSettings():
         return None
     return SolverSettings(newton=newton, sleep=sleep)
+
+
+def note_strained(strained, frame, steps):
+    """Record in strained (BakeStats.strained) the rigid bodies that the frame's steps
+    squash or stretch beyond RIGID_STRAIN_LIMIT."""
+    strains = [st.rigid_strains for st in steps if st.rigid_strains]
+    if not strains:
+        return
+    worst = np.max(strains, axis=0)
+    for i in np.flatnonzero(worst > RIGID_STRAIN_LIMIT).tolist():
+        entry = strained.setdefault(i, [0.0, []])
+        entry[0] = max(entry[0], float(worst[i]))
+        entry[1].append(frame)
+
+
+def strained_summary(strained, names) -> str:
+    """The panel's short line for BakeStats.strained: the worst body, '' if none."""
+    if not strained:
+        return ""
+    i, (worst, frames) = max(strained.items(), key=lambda item: item[1][0])
+    text = f"'{names[i]}' up to {100 * worst:.2g} % (frames {compact_ranges(frames)})"
+    return text + (f" and {len(strained) - 1} more" if len(strained) > 1 else "")
 
 
 class BakeJob:
@@ -289,6 +315,7 @@ class BakeJob:
             return
         n_col = len(self.collider_objs)
         lag, dist = np.zeros(n_col), np.full(n_col, math.inf)
+        note_strained(self.stats.strained, frame, advance.steps)
         for st in advance.steps:
             self.stats.newton_iters += st.newton_iters
             self.stats.min_distance = min(self.stats.min_distance, st.min_distance)
@@ -338,12 +365,13 @@ class BakeJob:
     @property
     def warning(self) -> str:
         """Colliders that could not follow their animation, frames whose straight motion
-        crosses (frame_motion), or ''."""
+        crosses (frame_motion), rigid bodies squashed or stretched, or ''."""
         lag = lag_warning(self.collider_reports(), self.solver_scene.params.dhat)
         crossing = messages.frame_crossing_warning(
             self.stats.crossings, self.substeps, self.scene.ipc.refine_crossing_frames
         )
-        return "\n".join(w for w in (lag, crossing) if w)
+        strained = messages.rigid_strain_warning(self.stats.strained, [b.name for b in self.inputs])
+        return "\n".join(w for w in (lag, crossing, strained) if w)
 
     def step(self, budget: float | None = None) -> bool:
         """Compute frames until done or `budget` seconds have passed; returns ``done``."""
@@ -483,6 +511,7 @@ class BakeJob:
         s.stat_lag_frames = compact_ranges(frames[(lags > self.solver_scene.params.dhat).any(axis=1)])
         s.stat_overlap_frames = compact_ranges(frames[(dists < 0.0).any(axis=1)])
         s.stat_warning = lag_warning(reports, self.solver_scene.params.dhat)
+        s.stat_strained = strained_summary(self.stats.strained, [b.name for b in self.inputs])
         frame_motion.record(s, self.stats, self.note)
         s.stat_colliders.clear()
         for r in reports:

@@ -102,6 +102,9 @@ def draw_report(box, s):
         box.label(text=f"Frames computed again with more substeps: {s.stat_refined_frames}", icon="INFO")
     if s.stat_slept_bodies:
         box.label(text=f"Bodies asleep at once (Deactivation): up to {s.stat_slept_bodies}", icon="INFO")
+    if s.stat_strained:
+        box.label(text=f"Rigid bodies squashed: {s.stat_strained}", icon="ERROR")
+        box.label(text="Give them room, or make them Stiff or Deformable", icon="INFO")
     if s.stat_crossing_frames:
         box.label(text=f"Motion between frames crosses into frames {s.stat_crossing_frames}", icon="ERROR")
         box.label(text="Raise Substeps or turn on Refine Crossing Frames", icon="INFO")

@@ -18,6 +18,7 @@ import numpy as np
 
 from .common import format_length
 from .solver import ConvergenceError, SolverInputError
+from .solver.basis import RIGID_STRAIN_LIMIT
 from .solver.collider_check import compact_ranges
 
 # The solver's messages (solver/newton.py), matched to pick out their numbers.
@@ -123,6 +124,25 @@ def solver_failure(
             f"use {more_substeps}, or remesh {subject} with Make Simulation Mesh (very thin triangles)"
         )
     return f"{head}: {text}" + (f" ({when.strip()}{at})" if at else "")
+
+
+def rigid_strain_warning(strained, names) -> str:
+    """The bake's warning about rigid bodies squashed or stretched beyond the strain they hold
+    ('' if none): strained {body index: (largest strain, frames)}, names of the bodies."""
+    if not strained:
+        return ""
+    worst = sorted(strained.items(), key=lambda item: -item[1][0])
+    who = ", ".join(
+        f"'{names[i]}' by up to {100 * w:.2g} % at frames {compact_ranges(frames)}"
+        for i, (w, frames) in worst[:3]
+    )
+    if len(worst) > 3:
+        who += f" and {len(worst) - 3} more"
+    return (
+        f"IPC: rigid bodies were squashed or stretched ({who}); a rigid body holds its shape to "
+        f"{100 * RIGID_STRAIN_LIMIT:g} % unless something forces it, a collider crushing it or pins "
+        "pulling it apart: key the collider to leave it room, or make the body Stiff or Deformable"
+    )
 
 
 def frame_crossing_warning(crossings, substeps: int, refine: bool) -> str:

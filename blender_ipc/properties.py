@@ -458,6 +458,11 @@ class IPC_SceneSettings(bpy.types.PropertyGroup):
         options={"HIDDEN"},
         description="Warning of the last bake about colliders that could not follow their animation",
     )
+    stat_strained: StringProperty(
+        options={"HIDDEN"},
+        description="Rigid bodies the last bake squashed or stretched beyond the strain they hold, "
+        "the worst first, e.g. \"'Crate' up to 2.9 % (frames 96-102)\"",
+    )
     stat_crossing_frames: StringProperty(
         options={"HIDDEN"},
         description="Frames of the last bake whose straight motion from the frame before passes "

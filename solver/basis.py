@@ -32,6 +32,10 @@ RIGIDITY = 1e4
 # Orthogonality.strain_error): the step test alone would let the predictor's
 # stretch (a rotation extrapolated along its tangent) pile up from step to step
 STRAIN_TOL = 1e-5
+# A rigid body holds its shape to this strain (its largest |stretch - 1|) unless
+# something forces it (a collider crushing it, pins pulling it apart): beyond it
+# the step reports the body as strained (StepStats.rigid_strains; issue 34, point 1)
+RIGID_STRAIN_LIMIT = 1e-3
 
 
 @dataclass(frozen=True)
@@ -383,6 +387,20 @@ def _spanning_triangle(X):
     u = X[b] - X[a]
     c = int(np.argmax(np.abs(d[:, 0] * u[1] - d[:, 1] * u[0])))
     return np.array([a, b, c])
+
+
+def rigid_strains(basis, x, n_bodies):
+    """(n_bodies,) each body's largest principal strain |stretch - 1| at x (the
+    singular values of its A) when it is rigid, 0 for the others (deformable,
+    stiff: they are meant to bend).  basis: the model's (None, an AffineBasis,
+    or a ModalBasis over the rigid bodies' one)."""
+    out = np.zeros(n_bodies)
+    rigid = getattr(basis, "inner", basis)
+    if rigid is None or rigid.n_rigid == 0:
+        return out
+    stretches = np.linalg.svd(rigid.affine(x), compute_uv=False)
+    out[rigid.bodies] = np.abs(stretches - 1.0).max(axis=1)
+    return out
 
 
 def rigid_stiffness(density, area, size_sq, dt, E):

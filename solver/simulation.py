@@ -27,6 +27,7 @@ import numpy as np
 
 from . import barrier_stiffness, ccd, fields, links, motion_check
 from .animated import AnimatedModel
+from .basis import rigid_strains
 from .broad_phase import CandidateCache, Groups
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
@@ -82,6 +83,10 @@ class StepStats:
     sleep: SleepReport = dataclasses.field(default_factory=SleepReport)
     unknowns: int = 0  # unknowns of the step's last Newton system (0: the step needed no solve)
     contacts_evaluated: int = 0  # point-edge stencils in the step's last contact set
+    # per body (scene order): a rigid body's largest principal strain |stretch - 1| at
+    # the step's end (0 for the others; empty without rigid bodies). Above
+    # basis.RIGID_STRAIN_LIMIT something crushes it (or pins pull it apart)
+    rigid_strains: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -706,6 +711,7 @@ class Simulation:
             sleep=self._sleep_report,
             unknowns=solved.unknowns,
             contacts_evaluated=int(np.sum(~solved.contacts.pp)) if solved.unknowns else 0,
+            rigid_strains=self._rigid_strains(),
         )
         if not solved.converged:
             text = f"step {self.step_index} (t = {self.time:.4g} s): {solved.message}"
@@ -713,6 +719,13 @@ class Simulation:
                 raise ConvergenceError(text, step=self.step_index, stats=stats, vertex=solved.vertex)
             warnings.warn(text, RuntimeWarning, stacklevel=3)
         return stats
+
+    def _rigid_strains(self):
+        """StepStats.rigid_strains at the state's x (empty without rigid bodies)."""
+        m = self.model
+        if m.basis is None or getattr(m.basis, "inner", m.basis) is None:
+            return ()
+        return tuple(rigid_strains(m.basis, self.x, len(m.body_slices)).tolist())
 
     def _contact_summary(self, x, cs):
         """Smallest contact distance and number of contacts closer than dhat;

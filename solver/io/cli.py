@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from .. import simulation as _simulation
+from ..basis import RIGID_STRAIN_LIMIT
 from ..collider_check import compact_ranges
 from ..errors import ConvergenceError, SolverInputError
 from ..examples import DEFAULT_STEPS, EXAMPLES
@@ -265,13 +266,7 @@ def _simulate_and_write(scene, n_steps, out, args):
     failed = [s.step for s in traj.stats if not s.converged]
     if not args.quiet:
         print(f"wrote {out}: {n_steps} steps, {len(traj.times)} frames", file=sys.stderr)
-    for note in traj.notes:
-        print(f"solver: note: {note}", file=sys.stderr)
-    for line in collider_overlaps(scene, traj.stats):
-        print(f"solver: warning: {line}", file=sys.stderr)
-    for line in motion_check_lines(traj.stats):
-        print(f"solver: {line}", file=sys.stderr)
-    for line in sleep_lines(traj.stats, scene.params.newton_tol):
+    for line in report_lines(scene, traj):
         print(f"solver: {line}", file=sys.stderr)
     if failed:
         print(
@@ -281,6 +276,15 @@ def _simulate_and_write(scene, n_steps, out, args):
         )
         return EXIT_NOT_CONVERGED
     return EXIT_OK
+
+
+def report_lines(scene, traj):
+    """What a run says after its trajectory is written: the solver's notes, warnings about
+    colliders and rigid bodies, what the motion check and sleeping did."""
+    lines = [f"note: {note}" for note in traj.notes]
+    lines += [f"warning: {line}" for line in collider_overlaps(scene, traj.stats)]
+    lines += [f"warning: {line}" for line in rigid_strain_lines(scene, traj.stats)]
+    return lines + motion_check_lines(traj.stats) + sleep_lines(traj.stats, scene.params.newton_tol)
 
 
 def motion_check_lines(stats):
@@ -341,6 +345,24 @@ def collider_overlaps(scene, stats):
                 f"collider '{col.name}' is animated into the bodies at steps "
                 f"{compact_ranges([s.step for s in hit])}: overlap up to {depth:.3g} m, "
                 f"lag behind its animation up to {lag:.3g} m"
+            )
+    return lines
+
+
+def rigid_strain_lines(scene, stats):
+    """One line per rigid body strained beyond RIGID_STRAIN_LIMIT in some step (something
+    crushes it or pulls it apart): the steps as ranges and the largest strain."""
+    lines = []
+    for i, body in enumerate(scene.bodies):
+        rows = [s for s in stats if len(s.rigid_strains) == len(scene.bodies)]
+        hit = [s for s in rows if s.rigid_strains[i] > RIGID_STRAIN_LIMIT]
+        if hit:
+            worst = max(s.rigid_strains[i] for s in hit)
+            lines.append(
+                f"rigid body '{body.name}' is squashed or stretched by up to {100 * worst:.2g} % at "
+                f"steps {compact_ranges([s.step for s in hit])} (a rigid body holds its shape to "
+                f"{100 * RIGID_STRAIN_LIMIT:g} % unless something forces it: a collider crushing it, "
+                "pins pulling it apart)"
             )
     return lines
 

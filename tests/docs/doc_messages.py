@@ -33,6 +33,7 @@ ADDON_ERRORS = {"ValueError", "RuntimeError"}
 MESSAGE_FUNCTIONS = {
     ("messages.py", "solver_failure"),
     ("messages.py", "frame_crossing_warning"),
+    ("messages.py", "rigid_strain_warning"),
     ("reading.py", "separation_report"),
     ("colliders.py", "lag_warning"),
     ("reading.py", "body_type_problem"),

@@ -28,7 +28,9 @@ from test_analytic import LAGGED, slope_scene, sticking_drift
 
 from solver import Body, HalfPlane, Material, Scene, SimParams, Simulation
 from solver import orthogonality as ortho
-from solver.examples import disc_mesh, pile
+from solver.basis import RIGID_STRAIN_LIMIT
+from solver.examples import _horizontal_ceiling, disc_mesh, pile, square_mesh
+from solver.io import cli
 from solver.newton import Mode
 
 G = 9.81
@@ -164,7 +166,9 @@ def assert_clean_run(scene, steps):
     body_edges = m.edges[~m.is_collider[m.edges[:, 0]]]
     worst, touching = 0.0, 0
     for k in range(steps):
-        touching = max(touching, sim.step().active_contacts)
+        stats = sim.step()
+        touching = max(touching, stats.active_contacts)
+        assert max(stats.rigid_strains) < RIGID_STRAIN_LIMIT, f"reported strained at step {k + 1}"
         assert not len(crossing_edge_pairs(sim.x, body_edges)), f"crossing at step {k + 1}"
         assert signed_areas(sim.x, m.elements.tris).min() > 0.0, f"inversion at step {k + 1}"
         A = m.basis.affine(sim.x)
@@ -184,6 +188,42 @@ def test_mixed_pile_stays_clean():
     scene = rigid(pile(8, 4, n_seg=4, n_rings=2, n_boundary=16), which={0, 3, 4, 7})
     sim = assert_clean_run(scene, 60)
     assert sim.model.basis.n_rigid == 4 and len(sim.model.elastic_elements.tris)
+
+
+def crushed_block(stop):
+    """A rigid square (side 0.2 m) on the ground under a ceiling collider that
+    descends to stop times its side: rigid bodies cannot give way, so the
+    orthogonality energy lets the block be squashed."""
+    side = 0.2
+    v, t = square_mesh(side, 2, (0.0, 0.5 * side + 0.001))
+    block = Body("block", v, t, Material(E=1e5, nu=0.4, density=1000.0, mu=0.3), kind="rigid")
+    ceiling = _horizontal_ceiling("ceiling", -0.3, 0.3, side + 0.01, stop * side, 0.25)
+    ground = HalfPlane((0.0, 0.0), (0.0, 1.0), 0.3, "ground")
+    return Scene(bodies=(block,), colliders=(ceiling,), half_planes=(ground,), params=SimParams()), side
+
+
+def test_a_rigid_block_crushed_by_a_collider_is_reported_strained():
+    scene, side = crushed_block(0.9)
+    sim = Simulation(scene)
+    stats = [sim.step() for _ in range(15)]
+    strains = [s.rigid_strains[0] for s in stats]
+    squash = 1.0 - np.ptp(sim.body_positions(0)[:, 1]) / side  # its height, from the positions
+    assert squash > 0.09  # the ceiling stops at 0.9 of its side
+    assert strains[-1] == pytest.approx(squash, abs=1e-3)
+    assert strains[0] < RIGID_STRAIN_LIMIT  # before the ceiling reaches it
+    # the command line names the body, the steps and the largest strain
+    first = next(s.step for s in stats if s.rigid_strains[0] > RIGID_STRAIN_LIMIT)
+    (line,) = cli.rigid_strain_lines(scene, stats)
+    assert "'block'" in line and f"steps {first}-15" in line and f"{100 * max(strains):.2g} %" in line, line
+
+
+def test_rigid_strains_are_zero_for_deformable_bodies_and_absent_without_rigid_ones():
+    scene = pile(8, 4, n_seg=4, n_rings=2, n_boundary=16)
+    assert Simulation(scene).step().rigid_strains == ()
+    stats = Simulation(rigid(scene, which={0, 3})).step()
+    assert len(stats.rigid_strains) == 8
+    assert all(s == 0.0 for i, s in enumerate(stats.rigid_strains) if i not in (0, 3))
+    assert 0.0 < stats.rigid_strains[0] < RIGID_STRAIN_LIMIT
 
 
 def hinged_box(kind):
