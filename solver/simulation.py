@@ -332,7 +332,7 @@ class Simulation:
         did not converge).  Returns (the solves' merged _Solved, the
         end state's _Summary)."""
         rewind = (self.kappa, self.kappa_balanced, self._newton.start_projected)
-        watch = self._watches(depth)
+        watch = self._watches(depth, failed)
         try:
             solved = self._solve(h, t_next, watch=watch)
             while self._sleep.enabled and self._sleep.touched(
@@ -371,11 +371,13 @@ class Simulation:
         second, summary = self._advance(0.5 * h, t_next, depth + 1, tally, failed)
         return first.merged(second), summary
 
-    def _watches(self, depth):
-        """Whether a (sub)step's solve at this depth is watched for a crossing
-        (motion_check.CrossingWatch): only one that could still be split."""
+    def _watches(self, depth, failed):
+        """Whether a (sub)step's solve is watched for a crossing (motion_check.CrossingWatch):
+        one that could still be split, in a step none of whose solves failed so far (a
+        failed part's end is kept or split for failing whatever its crossings: watched, it
+        would be split for them instead, past failed_splits)."""
         s = self.settings.motion
-        return s.enabled and s.watch and depth < s.max_depth
+        return s.enabled and s.watch and depth < s.max_depth and failed == 0
 
     def _split(self, solved, crossing, depth, failed):
         """Whether a solve is taken again as two halves: its motion crosses or it
