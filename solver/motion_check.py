@@ -32,11 +32,63 @@ class MotionCheckSettings:
     failed_splits: how many halvings a solve that did not converge gets on
     its way (its motion crossing or not): a part that fails again after that
     many is kept as it is (its crossings reported), since halving did not
-    help it converge."""
+    help it converge.  watch: stop a solve that could still be split as soon
+    as an iterate's straight motion from the step's start crosses at a pair
+    that was in contact there (:class:`CrossingWatch`), and split it then."""
 
     enabled: bool = True
     max_depth: int = 4
     failed_splits: int = 2
+    watch: bool = True
+
+
+class CrossingAhead(Exception):
+    """A watched solve stopped: its iterate's straight motion from the step's
+    start crosses (iterations: those it took, the one that found it included)."""
+
+    def __init__(self, iterations):
+        super().__init__(iterations)
+        self.iterations = iterations
+
+
+class CrossingWatch:
+    """Watches the iterates of one (sub)step's Newton solve for the crossing
+    that would have the step split after it converged.
+
+    A converged step is split when its straight motion crosses; traced on
+    M500's split steps (docs/design/14-step-motion-check.md, Evidence), the
+    crossing is a pair in contact at the step's start (a corner sliding past
+    an edge), it appears at an iterate mid-solve and stays to the end: the
+    iterations after it are spent on a state that is thrown away.  Only those
+    pairs are watched, so a look is one batched kernel on the stencils the
+    step has at its start, without a broad phase; the end state still gets
+    the full check (:func:`crossing_stencils`), and a step the watch lets
+    through is kept or split exactly as without it."""
+
+    @classmethod
+    def of_bodies(cls, model, x0, stencils):
+        """The watch of the stencils (k, 3) among bodies: a collider's iterates
+        are pulled towards its target by penalty rounds, so that its crossings
+        mid-solve come and go (stress scene 201: a crushed star and the ceiling
+        leading it, 35 iterates crossing, the end not)."""
+        return cls(x0, stencils[~model.is_collider[stencils].any(axis=1)])
+
+    def __init__(self, x0, stencils):
+        self.x0 = x0
+        self.stencils = stencils
+        self.iterations = 0
+        self._last = None
+
+    def see(self, x):
+        """Look at Newton's iterate x (each is looked at once; its repeated
+        line-search calls pass the same array); raises CrossingAhead."""
+        if x is self._last:
+            return
+        self._last = x
+        self.iterations += 1
+        st = self.stencils
+        if len(st) and ccd.point_edge_crossings(self.x0[st], (x - self.x0)[st]).any():
+            raise CrossingAhead(self.iterations)
 
 
 def crossing_stencils(model, x0, x1, groups=None):

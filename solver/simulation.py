@@ -253,6 +253,7 @@ class Simulation:
         )
         self._state_stencils = None  # contact candidates at self.x, found by the last step
         self._state_touching = None  # (those stencils, bodies touching something at self.x)
+        self._watch = None  # the CrossingWatch of the solve under way (motion_check.py), if any
         self._newton = Newton(
             p,
             self._feasible_step,
@@ -336,15 +337,23 @@ class Simulation:
         did not converge).  Returns (the solves' merged _Solved, the
         end state's _Summary)."""
         rewind = (self.kappa, self.kappa_balanced, self._newton.start_projected)
-        solved = self._solve(h, t_next)
-        while self._sleep.enabled and self._sleep.touched(
-            solved.contacts.idx[~solved.contacts.pp], solved.x, self.params.dhat
-        ):
-            # an awake body reached a sleeping island: solve the step again with it awake
-            tally.rejected_iters += solved.iters
+        watch = self._watches(depth, failed)
+        try:
+            solved = self._solve(h, t_next, watch=watch)
+            while self._sleep.enabled and self._sleep.touched(
+                solved.contacts.idx[~solved.contacts.pp], solved.x, self.params.dhat
+            ):
+                # an awake body reached a sleeping island: solve the step again with it awake
+                tally.rejected_iters += solved.iters
+                self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
+                self._state_stencils = None  # the contacts among the woken bodies were not kept
+                solved = self._solve(h, t_next, again=True, watch=watch)
+        except motion_check.CrossingAhead as ahead:
+            # an iterate's motion crosses already: split now, not after converging
+            tally.splits += 1
+            tally.rejected_iters += ahead.iterations
             self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
-            self._state_stencils = None  # the contacts among the woken bodies were not kept
-            solved = self._solve(h, t_next, again=True)
+            return self._halves(h, t_next, depth, tally, failed)
         crossing = self._motion_crossings(solved.x_prev, solved.x)
         if self._split(solved, crossing, depth, failed):
             if solved.converged:
@@ -353,16 +362,27 @@ class Simulation:
                 tally.failure_splits += 1
             tally.rejected_iters += solved.iters
             self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
-            failed += not solved.converged
-            first, _ = self._advance(0.5 * h, self.time + 0.5 * h, depth + 1, tally, failed)
-            second, summary = self._advance(0.5 * h, t_next, depth + 1, tally, failed)
-            return first.merged(second), summary
+            return self._halves(h, t_next, depth, tally, failed + (not solved.converged))
         tally.substeps += 1
         if len(crossing):
             tally.unresolved += 1
             tally.unresolved_depth = max(tally.unresolved_depth, depth)
             tally.first_unresolved = tally.first_unresolved or motion_check.describe(self.model, crossing)
         return solved, self._commit(solved, h, t_next)
+
+    def _halves(self, h, t_next, depth, tally, failed):
+        """The (sub)step of length h ending at t_next taken as two of h / 2 (see _advance)."""
+        first, _ = self._advance(0.5 * h, self.time + 0.5 * h, depth + 1, tally, failed)
+        second, summary = self._advance(0.5 * h, t_next, depth + 1, tally, failed)
+        return first.merged(second), summary
+
+    def _watches(self, depth, failed):
+        """Whether a (sub)step's solve is watched for a crossing (motion_check.CrossingWatch):
+        one that could still be split, in a step none of whose solves failed so far (a
+        failed part's end is kept or split for failing whatever its crossings: watched, it
+        would be split for them instead, past failed_splits)."""
+        s = self.settings.motion
+        return s.enabled and s.watch and depth < s.max_depth and failed == 0
 
     def _split(self, solved, crossing, depth, failed):
         """Whether a solve is taken again as two halves: its motion crosses or it
@@ -398,11 +418,13 @@ class Simulation:
             self.settings.newton,
         )
 
-    def _solve(self, h, t_next, again=False):
+    def _solve(self, h, t_next, again=False, watch=False):
         """Newton's solution for a (sub)step of length h ending at t_next, from
         the current state, which it does not change (the barrier stiffness
         aside: balanced when contact first appears).  Returns a _Solved.
-        again: the same (sub)step solved again after waking sleeping bodies."""
+        again: the same (sub)step solved again after waking sleeping bodies.
+        watch: its iterates are watched for a crossing at the pairs in contact
+        at the start (raises motion_check.CrossingAhead)."""
         t_start = _time.perf_counter()
         p = self.params
         # the model with this step's animated settings (the model itself when none are)
@@ -444,7 +466,12 @@ class Simulation:
             x, penalty = self._prescribed.first_round(x_prev, target)
             touching = self._touching_bodies(fric_cs)
             x, cs = self._start.guess(x, x_prev + h * self.v, x_tilde, touching)
-        r = self._newton_rounds(h, consts, target, penalty, x, cs)
+        if watch:
+            self._watch = motion_check.CrossingWatch.of_bodies(m, x_prev, fric_cs.idx[~fric_cs.pp])
+        try:
+            r = self._newton_rounds(h, consts, target, penalty, x, cs)
+        finally:
+            self._watch = None
         # r.x is Newton's last iterate, and r.contacts holds every pair within dhat of it
         wall = _time.perf_counter() - t_start
         unknowns = free_unknowns(m, r.fixed)
@@ -593,6 +620,9 @@ class Simulation:
         """Largest alpha <= 1 with no inversion and no collision along x + alpha dx,
         and the contact set swept over that segment (cs: one swept over a
         motion that contains it, else built here)."""
+        if self._watch is not None:  # a watched solve's iterate (raises motion_check.CrossingAhead)
+            with self.timers("motion_check"):
+                self._watch.see(x)
         with self.timers("ccd"):
             alpha = min(1.0, ccd.inversion_step(x, dx, self.model.inversion_tris))
         if cs is None:

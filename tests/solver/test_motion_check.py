@@ -107,6 +107,41 @@ def test_the_square_lands_on_the_slab_end_and_tips_off(linear_solver):
     assert states[-1, :9, 0].mean() > 0.0
 
 
+def slab_body_scene():
+    """The issue's landing with the slab a heavy body (the watch looks at pairs
+    among bodies), no gravity, the square 12 mm above the slab's end at 20 m/s."""
+    v, t = grid_square(0.1, 2, center=(0.0, 0.172))
+    slab_vertices = [[-0.5, 0.1], [0.0, 0.1], [0.0, 0.11], [-0.5, 0.11]]
+    heavy = dataclasses.replace(STIFF, density=5e4)
+    slab = Body("slab", np.array(slab_vertices), np.array([[0, 1, 2], [0, 2, 3]]), heavy)
+    body = Body("square", v, t, STIFF, velocity=(0.0, -20.0))
+    return Scene((body, slab), (), params=SimParams(dt=0.01, gravity=(0.0, 0.0), strict=False))
+
+
+def test_a_solve_whose_iterate_crosses_is_split_before_it_converges():
+    """A first step of 0.2 ms brings the square within dhat of the slab's corner;
+    the next step's solve goes around the corner, its motion crossing from an
+    iterate on.  Watched, the solve stops there: the same substeps and states
+    bit for bit, fewer iterations, and no crossing in the committed motion."""
+    runs = {}
+    for watch in (False, True):
+        sim = Simulation(slab_body_scene(), settings=SolverSettings(motion=MotionCheckSettings(watch=watch)))
+        edges = all_edges(sim.scene)
+        states, stats, crossings = [sim.positions], [], []
+        for dt in (0.0002, None, None, None):
+            stats.append(sim.step(dt))
+            crossings.append(sampled_motion_crossings(states[-1], sim.positions, edges, 0.0025))
+            states.append(sim.positions)
+        runs[watch] = (np.array(states), stats, crossings)
+    (plain, plain_stats, _), (watched, watched_stats, crossings) = runs[False], runs[True]
+    assert plain_stats[1].motion_splits == watched_stats[1].motion_splits == 1
+    assert [s.substeps for s in watched_stats] == [s.substeps for s in plain_stats]
+    assert np.array_equal(watched, plain)
+    assert watched_stats[1].newton_iters < plain_stats[1].newton_iters
+    assert [len(c) for c in crossings] == [0] * 4
+    assert all(s.converged and s.motion_unresolved == 0 for s in watched_stats)
+
+
 def test_a_crossing_left_at_the_depth_limit_is_reported():
     capped = SolverSettings(motion=MotionCheckSettings(max_depth=0))
     with pytest.warns(RuntimeWarning, match="motion check: 1 substep"):
