@@ -81,6 +81,7 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
     pieces = [r.copy() for r in at_x]
     flips = [np.zeros(len(r), np.int8) for r in at_x]
     step, u = plain
+    swept = SweptColumns(factor, unknowns, [len(fs) for fs, _ in sets])
     for _ in range(settings.regime_rounds):
         changed = False
         for (fs, held), slip, piece, flip in zip(sets, slips, pieces, flips, strict=True):
@@ -93,7 +94,7 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
                 piece[moved] = np.where(flip[moved] >= settings.regime_switches, 0, ahead)
         if not changed:
             return step, u
-        u = woodbury_step(ip, g, factor, unknowns, (sets, slips, at_x, pieces), settings, project)
+        u = woodbury_step(ip, g, swept, (sets, slips, at_x, pieces), settings, project)
         if u is None:
             return plain
         step = unknowns.expand(u)
@@ -115,23 +116,72 @@ def next_piece(piece, lands):
     return np.where(piece == -lands, 0, lands).astype(piece.dtype)
 
 
-def woodbury_step(ip, g, factor, unknowns, model, settings, project=False):
+def woodbury_step(ip, g, swept, model, settings, project=False):
     """The step with the contacts modelled on other pieces (see
     :func:`piece_update`; model: its (sets, slips, at_x, pieces)), on the
     factorization's unknowns (:mod:`solver.unknowns`; the vertex DOFs: (2N,)),
     or None when its dense update columns (the factorization's unknowns x
     the curvatures that change) would hold more than settings.regime_max_entries
     numbers (checked before they are built) or the update is singular.
+    swept: the step's :class:`SweptColumns` (its factorization and unknowns),
+    shared by its rounds.
 
     The columns' size is the round's cost: its forward sweeps and its memory
     grow with both.  A rigid body's unknowns carry all its contacts, so a
     pile solved in q changes many curvatures on few unknowns
     (docs/design/07-regime-rounds.md)."""
-    dg, bends = piece_update(ip, len(g), *model, project)
-    if sum(len(dc) for _, _, dc in bends) * unknowns.size > settings.regime_max_entries:
+    dg, bends, ids = _piece_update(ip, len(g), *model, project)
+    if sum(len(dc) for _, _, dc in bends) * swept.unknowns.size > settings.regime_max_entries:
         return None
-    W, curvature = unknowns.columns(bends)
-    return woodbury_solve(factor, -unknowns.reduce(g + dg), W, curvature)
+    Y, curvature = swept.columns(bends, ids)
+    return woodbury_solve(swept.factor, -swept.unknowns.reduce(g + dg), Y, curvature, swept=True)
+
+
+class SweptColumns:
+    """The forward-swept update columns L^-1 W of one step's regime rounds,
+    each contact's swept once: a contact's column (its weight vector on the
+    factorization's unknowns) is the same in every round, only its
+    curvature change differs, and most contacts of a round were in the one
+    before (S4R: 69 columns a round, swept 1,319 times in 60 steps, most of
+    the rounds' time; docs/design/07-regime-rounds.md).  factor: the step's
+    :class:`~solver.linsolve.linalg.Factorization`; unknowns: its
+    :mod:`solver.unknowns`; sizes: the friction sets' contact counts."""
+
+    def __init__(self, factor, unknowns, sizes):
+        self.factor, self.unknowns = factor, unknowns
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+        self.slot = np.full(self.offsets[-1], -1)  # each contact's column of Y (-1: not swept yet)
+        self.Y = np.zeros((unknowns.size, 0))  # the swept columns, in self.Y[:, :self.m]
+        self.m = 0
+
+    def columns(self, bends, ids):
+        """(L^-1 W (n, r), curvature (r,)) of bends (as :func:`piece_update`'s),
+        whose contacts are ids (per bend: its set's index, the contacts' (k,)
+        indices in it), the new contacts' columns swept."""
+        keys = np.concatenate([self.offsets[k] + i for k, i in ids] or [np.zeros(0, int)])
+        new = self.slot[keys] < 0
+        if new.any():
+            fresh, start = [], 0
+            for d, w, c in bends:  # the new contacts' rows of each bend
+                m = new[start : start + len(c)]
+                fresh.append((d[m], w[m], c[m]))
+                start += len(c)
+            W, _ = self.unknowns.columns(fresh)
+            self._append(self.factor.half(W), keys[new])
+        curvature = np.concatenate([c for _, _, c in bends] or [np.zeros(0)])
+        return self.Y[:, self.slot[keys]], curvature
+
+    def _append(self, Y, keys):
+        """Stores the swept columns Y (n, k) of the contacts keys (k,) (room
+        doubled when full: each round's new columns are not copied anew)."""
+        end = self.m + Y.shape[1]
+        if end > self.Y.shape[1]:
+            room = np.empty((self.Y.shape[0], max(end, 2 * self.Y.shape[1])))
+            room[:, : self.m] = self.Y[:, : self.m]
+            self.Y = room
+        self.Y[:, self.m : end] = Y
+        self.slot[keys] = np.arange(self.m, end)
+        self.m = end
 
 
 def piece_update(ip, n, sets, slips, at_x, pieces, project=False):
@@ -143,10 +193,17 @@ def piece_update(ip, n, sets, slips, at_x, pieces, project=False):
     (FrictionSet, majorized mask) pairs; slips: their slips at x; project:
     curvatures clamped at zero on both sides, as in the projected Hessian;
     ip: anything with the step's h and eps (the potential)."""
+    dg, bends, _ = _piece_update(ip, n, sets, slips, at_x, pieces, project)
+    return dg, bends
+
+
+def _piece_update(ip, n, sets, slips, at_x, pieces, project):
+    """:func:`piece_update` and, per bend, (its set's index, its contacts'
+    indices in that set)."""
     h2 = ip.h * ip.h
     dg = np.zeros(n)
-    bends = []
-    for (fs, _), u, here, piece in zip(sets, slips, at_x, pieces, strict=True):
+    bends, ids = [], []
+    for k, ((fs, _), u, here, piece) in enumerate(zip(sets, slips, at_x, pieces, strict=True)):
         other = piece != here
         if not other.any():
             continue
@@ -159,7 +216,8 @@ def piece_update(ip, n, sets, slips, at_x, pieces, project=False):
         dc = h2 * (c_piece - c_here)
         bend = dc != 0.0
         bends.append((dofs[bend], w[bend], dc[bend]))
-    return dg, bends
+        ids.append((k, np.flatnonzero(other)[bend]))
+    return dg, bends, ids
 
 
 def next_majorize(majorize, flips, hold, iters):

@@ -301,17 +301,18 @@ def factorize(rows, cols, vals, n, method="auto", ordering=None, expected=None):
     return Factorization(F.solve, F.half, F.back)
 
 
-def woodbury_solve(factor, b, W, curvature):
+def woodbury_solve(factor, b, W, curvature, swept=False):
     """x (n,) with (A + W diag(curvature) W^T) x = b, on the factorization of
     A = L L^T (a :class:`Factorization`): W (n, r), curvature (r,) nonzero.
     Woodbury, on the forward-swept y = L^-1 b and Y = L^-1 W: with the small
     system S = diag(1/curvature) + Y^T Y, x = L^-T (y - Y S^-1 Y^T y).  Costs
     the forward sweeps of b and of W's r columns and one backward sweep (a
-    solve and a half: two solves before).  None when S is singular."""
+    solve and a half: two solves before).  None when S is singular.  swept: W
+    is given as L^-1 W already (its columns' sweeps done once for many solves)."""
     if W.shape[1] == 0:
         return factor.solve(b)
     y = factor.half(b)
-    Y = factor.half(W)
+    Y = W if swept else factor.half(W)
     try:
         t = np.linalg.solve(np.diag(1.0 / curvature) + Y.T @ Y, Y.T @ y)
     except np.linalg.LinAlgError:

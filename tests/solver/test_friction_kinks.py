@@ -88,7 +88,7 @@ def test_a_round_is_given_up_when_its_update_columns_exceed_the_budget():
     factorization's unknowns x the curvatures that change) would hold more than
     regime_max_entries numbers returns None (Newton keeps the plain step); at
     the budget it solves the updated system."""
-    from solver.friction_kinks import piece_update, woodbury_step
+    from solver.friction_kinks import SweptColumns, piece_update, woodbury_step
     from solver.linsolve import factorize
     from solver.newton import NewtonSettings
     from solver.unknowns import VertexUnknowns
@@ -110,7 +110,8 @@ def test_a_round_is_given_up_when_its_update_columns_exceed_the_budget():
     g, unknowns = rng.normal(size=size), VertexUnknowns(np.zeros(size, bool))
 
     def step(budget):
-        return woodbury_step(consts, g, factor, unknowns, model, NewtonSettings(regime_max_entries=budget))
+        swept = SweptColumns(factor, unknowns, [n])
+        return woodbury_step(consts, g, swept, model, NewtonSettings(regime_max_entries=budget))
 
     assert step(r * size - 1) is None
     A = np.eye(size)
@@ -118,3 +119,42 @@ def test_a_round_is_given_up_when_its_update_columns_exceed_the_budget():
         for row, wk, c in zip(dofs, w, dc, strict=True):
             A[np.ix_(row, row)] += c * np.outer(wk, wk)
     np.testing.assert_allclose(step(r * size), np.linalg.solve(A, -(g + dg)), atol=1e-10)
+
+
+def test_the_rounds_sweep_each_contacts_column_once():
+    """friction_kinks.SweptColumns: rounds sharing it solve what each round
+    solves on its own (the updated system), while each contact's column is
+    forward-swept once: a second round that moves one more contact sweeps one
+    column, a third that drops one sweeps none."""
+    from solver.friction_kinks import SweptColumns, woodbury_step
+    from solver.linsolve import factorize
+    from solver.newton import NewtonSettings
+    from solver.unknowns import VertexUnknowns
+
+    rng = np.random.default_rng(5)
+    eps, n = 1e-3, 6
+    fs = synthetic_set(rng, n, 1, mu_static=False)
+    u = np.array([1.5, -1.7, 0.5, 3.0, -0.4, 2.2]) * eps
+    at_x = friction.regime(u, eps)  # [1, -1, 0, 1, 0, 1]: four contacts change piece, then one more
+    consts = types.SimpleNamespace(h=1.0, eps=eps)
+    size = 4 * n
+    M = rng.normal(size=(size, size))
+    A = M @ M.T + size * np.eye(size)
+    rows, cols = np.nonzero(np.ones((size, size)))
+    factor = factorize(rows, cols, A.ravel(), size, "numpy")
+    swept_columns = []
+    counted = types.SimpleNamespace(
+        solve=factor.solve,
+        half=lambda B: swept_columns.append(B.shape[1] if B.ndim == 2 else 0) or factor.half(B),
+        back=factor.back,
+    )
+    g, unknowns = rng.normal(size=size), VertexUnknowns(np.zeros(size, bool))
+    shared = SweptColumns(counted, unknowns, [n])
+    settings = NewtonSettings()
+    for pieces, new in (([0, 0, 1, 1, 1, 1], 4), ([0, 0, 1, 0, 1, 1], 1), ([0, -1, 1, 0, 1, 1], 0)):
+        model = ([(fs, np.zeros(n, bool))], [u], [at_x], [np.array(pieces, np.int8)])
+        swept_columns.clear()
+        step = woodbury_step(consts, g, shared, model, settings)
+        assert sum(swept_columns) == new
+        alone = woodbury_step(consts, g, SweptColumns(factor, unknowns, [n]), model, settings)
+        np.testing.assert_allclose(step, alone, rtol=1e-10)
