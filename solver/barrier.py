@@ -114,8 +114,13 @@ def plane_distances(x, point, normal):
     """(n, H) signed distances of points x (n, 2) to each plane point/normal
     (H, 2), on the (n, H) grid from the points as given: no (n H, 2) gathers
     of points and planes.  plane_distance's sum, (x - p)_0 n_0 + (x - p)_1 n_1,
-    written out: einsum is slow on the planes broadcast along the points."""
-    return (x[:, 0:1] - point[:, 0]) * normal[:, 0] + (x[:, 1:2] - point[:, 1]) * normal[:, 1]
+    written out: einsum is slow on the planes broadcast along the points.
+    Computed plane by plane, (H, n), and returned transposed: numpy's inner
+    loops then run over the points, not over the few planes (half the time
+    on R1000's 32k x 3), with one temporary summed in place."""
+    d = (x[:, 0] - point[:, 0:1]) * normal[:, 0:1]
+    d += (x[:, 1] - point[:, 1:2]) * normal[:, 1:2]
+    return d.T
 
 
 def hp_value(x, point, normal, coef, dhat):
