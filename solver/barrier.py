@@ -18,8 +18,8 @@ arguments and the out-of-range values are selected with ``np.where``.
 
 import numpy as np
 
-from .distance import distance_sq, distance_sq_derivatives, distance_sq_gradient
-from .linsolve import project_psd
+from .barrier_psd import project_pe_hessian
+from .distance import distance_sq, distance_sq_derivatives_closest, distance_sq_gradient
 
 
 def _clip_unit(s):
@@ -82,14 +82,18 @@ def pe_hessian(X, case, coef, dhat, project=True):
 
 def pe_gradient_hessian(X, case, coef, dhat, project=True, deficit=None):
     """Per-stencil gradients (n, 6) and Hessians (n, 6, 6) in one pass;
-    deficit: see :func:`~solver.linsolve.linalg.project_psd`."""
+    deficit: see :func:`~solver.linsolve.linalg.project_psd` (the projection
+    in closed form: solver/barrier_psd.py)."""
     inv = 1.0 / (dhat * dhat)
-    d2, g, H = distance_sq_derivatives(X, case)
+    d2, g, H, closest = distance_sq_derivatives_closest(X, case)
     b1, b2 = barrier_d1_d2(d2 * inv)
     d1 = coef * b1 * inv
+    d2_coef = coef * b2 * inv * inv
     H *= d1[:, None, None]
-    H += (coef * b2 * inv * inv)[:, None, None] * (g[:, :, None] * g[:, None, :])
-    return d1[:, None] * g, (project_psd(H, deficit) if project else H)
+    H += d2_coef[:, None, None] * (g[:, :, None] * g[:, None, :])
+    if project:
+        H = project_pe_hessian(H, closest, d1, d2_coef, d2, deficit)
+    return d1[:, None] * g, H
 
 
 def pe_contact_force(X, case, coef, dhat):
