@@ -57,7 +57,10 @@ def _rasterise(lo, hi, cell, origin):
 
 
 def _cell_size(plo, phi, elo, ehi):
-    ext = np.concatenate([(phi - plo).max(axis=1), (ehi - elo).max(axis=1)])
+    # (the larger side of each box: np.maximum of the columns, several times faster
+    # than a reduction over an axis of 2)
+    dp, de = phi - plo, ehi - elo
+    ext = np.concatenate([np.maximum(dp[:, 0], dp[:, 1]), np.maximum(de[:, 0], de[:, 1])])
     size = float(np.median(ext)) if len(ext) else 1.0
     return max(size, 1e-12)
 
@@ -138,7 +141,7 @@ def _overlaps(lo, hi, olo, ohi):
     if len(olo) == 0:
         return np.zeros(len(lo), bool)
     blo, bhi = olo.min(axis=0), ohi.max(axis=0)
-    return np.all(lo <= bhi, axis=1) & np.all(blo <= hi, axis=1)
+    return (lo[:, 0] <= bhi[0]) & (lo[:, 1] <= bhi[1]) & (blo[0] <= hi[:, 0]) & (blo[1] <= hi[:, 1])
 
 
 def _candidates(plo, phi, elo, ehi, cell, groups):
@@ -158,7 +161,7 @@ def _candidates(plo, phi, elo, ehi, cell, groups):
     # Keep the rasterisation bounded: grow the cell if boxes cover too many cells.
     while True:
         span = np.concatenate([phi - plo, ehi - elo]) / cell + 1.0
-        if np.prod(span, axis=1).sum() <= 64 * len(span):
+        if (span[:, 0] * span[:, 1]).sum() <= 64 * len(span):
             break
         cell *= 2.0
     pbox, pcx, pcy = _rasterise(plo, phi, cell, origin)

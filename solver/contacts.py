@@ -70,9 +70,12 @@ def candidate_stencils(model, x0, x1, pad, cache=None, groups=None):
     else:
         # a primitive that moved far is likely to move on: a wider margin for it alone
         # (measured on the points, which hold every edge's ends: not on interior vertices)
+        # (np.maximum of the columns: a reduction over an axis of 2 cost 3.5 times more)
+        step = np.abs(p1 - p0)
+        moved = np.maximum(np.maximum(step[:, 0], step[:, 1]), pad)
         motion = np.zeros(len(x0))
-        motion[pts] = np.maximum(np.abs(p1 - p0).max(axis=1), pad)
-        margins = motion[pts][:, None], np.maximum(motion[edges[:, 0]], motion[edges[:, 1]])[:, None]
+        motion[pts] = moved
+        margins = moved[:, None], np.maximum(motion[edges[:, 0]], motion[edges[:, 1]])[:, None]
         pi, ei = cache.pairs(plo, phi, elo, ehi, margins, groups)
     p, e = pts[pi], edges[ei]
     keep = model.may_contact(p, e[:, 0], e[:, 1])

@@ -106,6 +106,12 @@ def distance_sq_derivatives(X, case):
     v = d(df/dt)/dx = -2 (gamma (x) e + [0, -r, r]): eliminating t from
     f(x, t) = |p - e0 - t e|^2.
     """
+    return distance_sq_derivatives_closest(X, case)[:3]
+
+
+def distance_sq_derivatives_closest(X, case):
+    """distance_sq_derivatives' (d2, g, H) and the parts they were made of,
+    (gamma (n, 3), r (n, 2), e (n, 2), line (n,) bool): see there."""
     n = len(X)
     a, e, L, line, r, gamma = _closest(X, case)
     c = cross(a, e)
@@ -121,7 +127,7 @@ def distance_sq_derivatives(X, case):
         H -= _line_term(gamma, e, r, L)
     elif line.any():
         H[line] -= _line_term(gamma[line], e[line], r[line], L[line])
-    return d2, g, H
+    return d2, g, H, (gamma, r, e, line)
 
 
 def _line_term(gamma, e, r, L):
