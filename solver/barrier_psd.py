@@ -38,9 +38,6 @@ import numpy as np
 from .linsolve import project_psd
 
 SQRT2 = np.sqrt(2.0)
-# batches of fewer stencils go to eigh: the closed form's hundred-odd numpy calls
-# cost more than eigh's 4 us a stencil below about this many (S2's batches)
-CLOSED_FORM_MIN = 64
 
 
 def pe_projection_deficit(H, closest, c1, c2, d2):
@@ -160,17 +157,10 @@ def _outer(u, mu):
 def project_pe_hessian(H, closest, c1, c2, d2, deficit=None):
     """The barrier Hessians H (n, 6, 6) = c1 Hd + c2 g g^T with their negative
     eigenvalues clamped to zero, as project_psd(H, deficit) (deficit: see
-    there): by :func:`project_closed_form` from CLOSED_FORM_MIN stencils on,
-    by eigh below.  closest: (gamma, r, e, line) of the stencils
-    (:func:`~solver.distance.distance_sq_derivatives_closest`)."""
-    if len(H) < CLOSED_FORM_MIN:
-        return project_psd(H, deficit)
-    return project_closed_form(H, closest, c1, c2, d2, deficit)
-
-
-def project_closed_form(H, closest, c1, c2, d2, deficit=None):
-    """project_pe_hessian in closed form where it applies (the stencils
-    pe_projection_deficit does not close go to project_psd)."""
+    there), in closed form where it applies.  closest: (gamma, r, e, line)
+    of the stencils (:func:`~solver.distance.distance_sq_derivatives_closest`)."""
+    if len(H) == 0:
+        return H
     N, closed = pe_projection_deficit(H, closest, c1, c2, d2)
     rest = np.flatnonzero(~closed)
     found = None if deficit is None else []

@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from solver import barrier
-from solver.barrier_psd import CLOSED_FORM_MIN, pe_projection_deficit, project_closed_form
+from solver.barrier_psd import pe_projection_deficit
 from solver.distance import PP0, distance_sq, distance_sq_derivatives_closest, point_edge_case
 
 DHAT = 0.01
@@ -61,19 +61,13 @@ def parts(X, case, coef):
     return closest, coef * b1 * inv, coef * b2 * inv * inv, d2
 
 
-def closed_form(X, case, coef, deficit=None):
-    """(H unprojected, H projected by the closed form) of stencils X."""
-    H = barrier.pe_hessian(X, case, coef, DHAT, project=False)
-    closest, c1, c2, d2 = parts(X, case, coef)
-    return H, project_closed_form(H.copy(), closest, c1, c2, d2, deficit)
-
-
 @settings(max_examples=400, deadline=None)
 @given(stencils())
 def test_projection_is_the_eigen_clamp(stencil):
     X, case, coef = stencil
+    H = barrier.pe_hessian(X, case, coef, DHAT, project=False)
     deficit = []
-    H, P = closed_form(X, case, coef, deficit)
+    _, P = barrier.pe_gradient_hessian(X, case, coef, DHAT, project=True, deficit=deficit)
     scale = np.abs(H).max()
     ref = eigh_clamp(H)
     assert np.abs(P - ref).max() <= 1e-10 * scale
@@ -100,9 +94,8 @@ def test_barrier_stencils_take_the_closed_form(stencil):
 
 
 def test_projection_batched_matches_one_by_one_and_mixes_cases():
-    """A batch mixing all cases and both signs, large enough for the closed
-    form in pe_gradient_hessian: the eigen clamp, and the same projection as
-    each stencil alone (no cross-talk between the batch's masks)."""
+    """A batch mixing all cases and both signs: the same projection as each
+    stencil alone (no cross-talk between the batch's masks), the eigen clamp."""
     rng = np.random.default_rng(5)
     X, case, coef = [], [], []
     for _ in range(300):
@@ -119,14 +112,14 @@ def test_projection_batched_matches_one_by_one_and_mixes_cases():
         case.append(n_case[0])
         coef.append(rng.uniform(0.1, 3.0) * rng.choice([1.0, -1.0]))
     X, case, coef = np.array(X), np.array(case, np.int8), np.array(coef)
-    assert set(case.tolist()) == {0, 1, 2} and len(X) >= CLOSED_FORM_MIN
+    assert set(case.tolist()) == {0, 1, 2}
     H = barrier.pe_hessian(X, case, coef, DHAT, project=False)
     P = barrier.pe_hessian(X, case, coef, DHAT, project=True)
     ref = eigh_clamp(H)
     scale = np.abs(H).max(axis=(1, 2))[:, None, None]
     assert np.all(np.abs(P - ref) <= 1e-10 * scale)
     for k in range(0, len(X), 37):
-        alone = closed_form(X[k : k + 1], case[k : k + 1], coef[k : k + 1])[1]
+        alone = barrier.pe_hessian(X[k : k + 1], case[k : k + 1], coef[k : k + 1], DHAT, project=True)
         assert np.abs(alone[0] - P[k]).max() <= 1e-12 * scale[k, 0, 0]
 
 
