@@ -80,12 +80,14 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
     at_x = [friction.regime(u, ip.eps) for u in slips]
     pieces = [r.copy() for r in at_x]
     flips = [np.zeros(len(r), np.int8) for r in at_x]
-    step, u = plain
+    u = newton.dx.ravel() if newton.u is None else newton.u
     swept = SweptColumns(factor, unknowns, [len(fs) for fs, _ in sets])
+    gq = None  # the gradient on the unknowns, once the first round needs it
     for _ in range(settings.regime_rounds):
         changed = False
         for (fs, held), slip, piece, flip in zip(sets, slips, pieces, flips, strict=True):
-            lands = friction.regime(slip + friction.slip(fs, step), ip.eps)
+            # the step's slips from its values on the contacts' DOFs only (friction.slip)
+            lands = friction.regime(slip + np.einsum("ni,ni->n", fs.w, unknowns.gather(u, fs.dofs)), ip.eps)
             moved = (lands != piece) & ~held
             if moved.any():
                 changed = True
@@ -93,15 +95,14 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
                 ahead = next_piece(piece[moved], lands[moved])
                 piece[moved] = np.where(flip[moved] >= settings.regime_switches, 0, ahead)
         if not changed:
-            return step, u
-        u = woodbury_step(ip, g, swept, (sets, slips, at_x, pieces), settings, project)
-        if u is None:
+            break
+        gq = unknowns.reduce(g) if gq is None else gq
+        u = woodbury_step(ip, gq, swept, (sets, slips, at_x, pieces), settings, project)
+        if u is None or not float(np.dot(gq, u)) < 0.0:  # g . B u = B^T g . u
             return plain
-        step = unknowns.expand(u)
-        if not float(np.dot(g, step)) < 0.0:
-            return plain
-        step = step.reshape(-1, 2)
-    return step, u
+    if gq is None:  # no round: the plain step
+        return plain
+    return unknowns.expand(u).reshape(-1, 2), u
 
 
 def next_piece(piece, lands):
@@ -116,13 +117,16 @@ def next_piece(piece, lands):
     return np.where(piece == -lands, 0, lands).astype(piece.dtype)
 
 
-def woodbury_step(ip, g, swept, model, settings, project=False):
+def woodbury_step(ip, gq, swept, model, settings, project=False):
     """The step with the contacts modelled on other pieces (see
     :func:`piece_update`; model: its (sets, slips, at_x, pieces)), on the
     factorization's unknowns (:mod:`solver.unknowns`; the vertex DOFs: (2N,)),
     or None when its dense update columns (the factorization's unknowns x
     the curvatures that change) would hold more than settings.regime_max_entries
     numbers (checked before they are built) or the update is singular.
+    gq: the gradient on those unknowns (``unknowns.reduce(g)``), shared by the
+    step's rounds: a round adds only its changed contacts' forces, mapped from
+    their DOFs' rows of the basis (not the whole gradient through all of it).
     swept: the step's :class:`SweptColumns` (its factorization and unknowns),
     shared by its rounds.
 
@@ -130,11 +134,12 @@ def woodbury_step(ip, g, swept, model, settings, project=False):
     grow with both.  A rigid body's unknowns carry all its contacts, so a
     pile solved in q changes many curvatures on few unknowns
     (docs/design/07-regime-rounds.md)."""
-    dg, bends, ids = _piece_update(ip, len(g), *model, project)
+    forces, bends, ids = _piece_update(ip, *model, project)
     if sum(len(dc) for _, _, dc in bends) * swept.unknowns.size > settings.regime_max_entries:
         return None
     Y, curvature = swept.columns(bends, ids)
-    return woodbury_solve(swept.factor, -swept.unknowns.reduce(g + dg), Y, curvature, swept=True)
+    rhs = -(gq + swept.unknowns.reduce_rows(forces))
+    return woodbury_solve(swept.factor, rhs, Y, curvature, swept=True)
 
 
 class SweptColumns:
@@ -193,16 +198,20 @@ def piece_update(ip, n, sets, slips, at_x, pieces, project=False):
     (FrictionSet, majorized mask) pairs; slips: their slips at x; project:
     curvatures clamped at zero on both sides, as in the projected Hessian;
     ip: anything with the step's h and eps (the potential)."""
-    dg, bends, _ = _piece_update(ip, n, sets, slips, at_x, pieces, project)
+    forces, bends, _ = _piece_update(ip, sets, slips, at_x, pieces, project)
+    dg = np.zeros(n)
+    for dofs, w, f in forces:
+        dg += np.bincount(dofs.ravel(), weights=(f[:, None] * w).ravel(), minlength=n)
     return dg, bends
 
 
-def _piece_update(ip, n, sets, slips, at_x, pieces, project):
-    """:func:`piece_update` and, per bend, (its set's index, its contacts'
-    indices in that set)."""
+def _piece_update(ip, sets, slips, at_x, pieces, project):
+    """:func:`piece_update` with its gradient change as stencil rows (forces:
+    per set with changed contacts (dofs (k, 2s), w (k, 2s), f (k,)), the
+    gradient changing by f w on dofs) and, per bend, (its set's index, its
+    contacts' indices in that set)."""
     h2 = ip.h * ip.h
-    dg = np.zeros(n)
-    bends, ids = [], []
+    forces, bends, ids = [], [], []
     for k, ((fs, _), u, here, piece) in enumerate(zip(sets, slips, at_x, pieces, strict=True)):
         other = piece != here
         if not other.any():
@@ -212,12 +221,12 @@ def _piece_update(ip, n, sets, slips, at_x, pieces, project):
         if project:
             c_piece, c_here = np.maximum(c_piece, 0.0), np.maximum(c_here, 0.0)
         w, dofs = fs.w[other], fs.dofs[other]
-        dg += np.bincount(dofs.ravel(), weights=((h2 * (f_piece - f_here))[:, None] * w).ravel(), minlength=n)
+        forces.append((dofs, w, h2 * (f_piece - f_here)))
         dc = h2 * (c_piece - c_here)
         bend = dc != 0.0
         bends.append((dofs[bend], w[bend], dc[bend]))
         ids.append((k, np.flatnonzero(other)[bend]))
-    return dg, bends, ids
+    return forces, bends, ids
 
 
 def next_majorize(majorize, flips, hold, iters):

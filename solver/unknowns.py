@@ -47,6 +47,18 @@ class VertexUnknowns:
         """The unknowns' vector u as a vertex-space vector (2N,)."""
         return u
 
+    def gather(self, u, dofs):
+        """(B u)[dofs]: the unknowns' vector u at the vertex DOFs dofs (any shape)."""
+        return u[dofs]
+
+    def reduce_rows(self, rows):
+        """The vertex-space vector sum f w of rows, a list of (dofs (k, s), w (k, s),
+        f (k,)) stencil vectors, on the unknowns (held ones zeroed)."""
+        v = np.zeros(len(self.fixed_dof))
+        for dofs, w, f in rows:
+            v += np.bincount(dofs.ravel(), weights=(f[:, None] * w).ravel(), minlength=len(v))
+        return self.reduce(v)
+
     def columns(self, bends):
         """(W (2N, r), curvature (r,)): the rank-1 terms c w w^T of bends, a list
         of (dofs (k, s), w (k, s), c (k,)) vertex stencil vectors, as dense
@@ -92,20 +104,42 @@ class BasisUnknowns:
         """B u as a vertex-space vector (2N,)."""
         return self.basis.expand(self.q(u)).ravel()
 
+    def gather(self, u, dofs):
+        """(B u)[dofs]: the unknowns' vector u at the vertex DOFs dofs (any shape),
+        from their rows of B only (each as :meth:`expand` computes it)."""
+        slots, weights = self._rows(dofs)
+        return np.einsum("...j,...j->...", weights, self.q(u)[slots])
+
+    def reduce_rows(self, rows):
+        """B^T of the vertex-space vector sum f w of rows (see
+        :meth:`VertexUnknowns.reduce_rows`) on the unknowns, from the rows' DOFs'
+        rows of B only (held unknowns zeroed)."""
+        vq = np.zeros(self.basis.n_q)
+        for dofs, w, f in rows:
+            slots, weights = self._rows(dofs)
+            vq += np.bincount(slots.ravel(), ((f[:, None] * w)[..., None] * weights).ravel(), len(vq))
+        vq = np.where(self.held, 0.0, vq)
+        return vq if self.free_ids is None else vq[self.free_ids]
+
+    def _rows(self, dofs):
+        """(slots (..., W), weights (..., W)): the rows of B of the vertex DOFs dofs
+        (an affine basis: three q DOFs each; with stiff bodies: a stiff body's
+        6 + k, :meth:`~solver.modal.ModalBasis.dof_weights`)."""
+        b = self.basis
+        return (b.slots[dofs], b.weights[dofs]) if isinstance(b, AffineBasis) else b.dof_weights(dofs)
+
     def columns(self, bends):
         """(W (n, r), curvature (r,)): the rank-1 terms c w w^T of bends (see
         :meth:`VertexUnknowns.columns`) as c (B^T w)(B^T w)^T, dense columns
         on the factorization's unknowns.  Each stencil vector is mapped on its
         own: a vertex DOF's entry to the q DOFs of its row of B, with B's
-        weights (an affine basis: three; with stiff bodies: a stiff body's
-        6 + k, :meth:`~solver.modal.ModalBasis.dof_weights`)."""
-        b = self.basis
+        weights (:meth:`_rows`)."""
         reduced = []
         for d, w, c in bends:
-            slots, weights = (b.slots[d], b.weights[d]) if isinstance(b, AffineBasis) else b.dof_weights(d)
+            slots, weights = self._rows(d)
             k = (len(d), d.shape[1] * slots.shape[-1])
             reduced.append((slots.reshape(k), (w[:, :, None] * weights).reshape(k), c))
-        W, curvature = dense_columns(reduced, b.n_q)
+        W, curvature = dense_columns(reduced, self.basis.n_q)
         W = W * (~self.held)[:, None]
         return (W if self.free_ids is None else W[self.free_ids]), curvature
 

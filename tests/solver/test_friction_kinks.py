@@ -158,3 +158,67 @@ def test_the_rounds_sweep_each_contacts_column_once():
         assert sum(swept_columns) == new
         alone = woodbury_step(consts, g, SweptColumns(factor, unknowns, [n]), model, settings)
         np.testing.assert_allclose(step, alone, rtol=1e-10)
+
+
+def _round_unknowns(case, rng):
+    """The factorization's unknowns of a test round: vertex DOFs with three
+    held, or a basis' q (rigid, stiff) with three held, as identity rows or
+    dropped."""
+    from test_unknowns import basis_cases
+
+    from solver.unknowns import BasisUnknowns, VertexUnknowns
+
+    if case == "vertex":
+        n_x = 40
+        fixed = np.zeros(n_x, bool)
+        fixed[rng.choice(n_x, 3, replace=False)] = True
+        return VertexUnknowns(fixed), n_x
+    name, dropped = case.split("-")
+    _, basis, n_x = next(c for c in basis_cases() if c[0] == name)
+    held = np.zeros(basis.n_q, bool)
+    held[rng.choice(basis.n_q, 3, replace=False)] = True
+    return BasisUnknowns(basis, held, np.flatnonzero(~held) if dropped == "dropped" else None), n_x
+
+
+@pytest.mark.parametrize("case", ["vertex", "rigid-rows", "rigid-dropped", "stiff-rows", "stiff-dropped"])
+def test_a_round_equals_its_full_size_computation(case):
+    """friction_kinks.woodbury_step adds to the gradient on the unknowns, reduced
+    once per step, only its changed contacts' forces, mapped through their DOFs'
+    rows of the basis, and the rounds read the step on the contacts' DOFs only
+    (unknowns.gather): the same, up to rounding, as reducing the whole changed
+    gradient B^T (g + dg) and expanding the whole step B u.  One contact goes
+    from one slide to the other: a force change without a curvature change."""
+    from dataclasses import replace
+
+    from solver.friction_kinks import SweptColumns, piece_update, woodbury_step
+    from solver.linsolve import factorize, woodbury_solve
+    from solver.newton import NewtonSettings
+
+    rng = np.random.default_rng(7)
+    unknowns, n_x = _round_unknowns(case, rng)
+    eps, n = 1e-3, 5
+    fs = synthetic_set(rng, n, 2, mu_static=True)
+    fs = replace(fs, idx=rng.choice(n_x // 2, (n, 2), replace=False))  # over all bodies
+    u = np.array([1.5, -1.7, 0.5, 3.0, -0.2]) * eps
+    at_x = friction.regime(u, eps)  # [1, -1, 0, 1, 0]
+    pieces = np.array([0, 0, 1, -1, 0], np.int8)
+    model = ([(fs, np.zeros(n, bool))], [u], [at_x], [pieces])
+    consts = types.SimpleNamespace(h=0.5, eps=eps)
+    size = unknowns.size
+    M = rng.normal(size=(size, size))
+    A = np.where(np.outer(unknowns.free, unknowns.free), M @ M.T, 0.0) + size * np.eye(
+        size
+    )  # held: identity rows
+    rows, cols = np.nonzero(np.ones((size, size)))
+    factor = factorize(rows, cols, A.ravel(), size, "numpy")
+    g = rng.normal(size=n_x)
+    swept = SweptColumns(factor, unknowns, [n])
+    step = woodbury_step(consts, unknowns.reduce(g), swept, model, NewtonSettings())
+    dg, bends = piece_update(consts, n_x, *model)
+    assert sum(len(dc) for _, _, dc in bends) == 3 and np.abs(dg).max() > 0.0
+    W, curvature = unknowns.columns(bends)
+    full = woodbury_solve(factor, -unknowns.reduce(g + dg), W, curvature)
+    np.testing.assert_allclose(step, full, rtol=1e-10, atol=1e-12 * np.abs(full).max())
+    np.testing.assert_allclose(unknowns.gather(step, fs.dofs), unknowns.expand(step)[fs.dofs], rtol=1e-12)
+    # the rounds' descent check: g . B u on the unknowns (the held ones' step is zero)
+    assert np.dot(unknowns.reduce(g), step) == pytest.approx(np.dot(g, unknowns.expand(step)), rel=1e-10)
