@@ -80,14 +80,17 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
     at_x = [friction.regime(u, ip.eps) for u in slips]
     pieces = [r.copy() for r in at_x]
     flips = [np.zeros(len(r), np.int8) for r in at_x]
-    u = newton.dx.ravel() if newton.u is None else newton.u
+    u = newton.u
     swept = SweptColumns(factor, unknowns, [len(fs) for fs, _ in sets])
-    gq = None  # the gradient on the unknowns, once the first round needs it
+    reads = None  # per set: a round's step on its contacts' DOFs (from u, its DOFs' rows of B only)
     for _ in range(settings.regime_rounds):
+        if reads is None:  # the plain step
+            moves = [friction.slip(fs, newton.dx) for fs, _ in sets]
+        else:  # friction.slip of the round's step
+            moves = [np.einsum("ni,ni->n", fs.w, read(u)) for (fs, _), read in zip(sets, reads, strict=True)]
         changed = False
-        for (fs, held), slip, piece, flip in zip(sets, slips, pieces, flips, strict=True):
-            # the step's slips from its values on the contacts' DOFs only (friction.slip)
-            lands = friction.regime(slip + np.einsum("ni,ni->n", fs.w, unknowns.gather(u, fs.dofs)), ip.eps)
+        for (_, held), slip, move, piece, flip in zip(sets, slips, moves, pieces, flips, strict=True):
+            lands = friction.regime(slip + move, ip.eps)
             moved = (lands != piece) & ~held
             if moved.any():
                 changed = True
@@ -96,11 +99,13 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
                 piece[moved] = np.where(flip[moved] >= settings.regime_switches, 0, ahead)
         if not changed:
             break
-        gq = unknowns.reduce(g) if gq is None else gq
+        if reads is None:  # the first round: the gradient reduced once for all
+            gq = unknowns.reduce(g)
+            reads = [unknowns.gatherer(fs.dofs) for fs, _ in sets]
         u = woodbury_step(ip, gq, swept, (sets, slips, at_x, pieces), settings, project)
         if u is None or not float(np.dot(gq, u)) < 0.0:  # g . B u = B^T g . u
             return plain
-    if gq is None:  # no round: the plain step
+    if reads is None:  # no round: the plain step
         return plain
     return unknowns.expand(u).reshape(-1, 2), u
 

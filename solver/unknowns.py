@@ -47,9 +47,9 @@ class VertexUnknowns:
         """The unknowns' vector u as a vertex-space vector (2N,)."""
         return u
 
-    def gather(self, u, dofs):
-        """(B u)[dofs]: the unknowns' vector u at the vertex DOFs dofs (any shape)."""
-        return u[dofs]
+    def gatherer(self, dofs):
+        """u -> (B u)[dofs]: the unknowns' vectors u at the vertex DOFs dofs (any shape)."""
+        return lambda u: u[dofs]
 
     def reduce_rows(self, rows):
         """The vertex-space vector sum f w of rows, a list of (dofs (k, s), w (k, s),
@@ -104,11 +104,12 @@ class BasisUnknowns:
         """B u as a vertex-space vector (2N,)."""
         return self.basis.expand(self.q(u)).ravel()
 
-    def gather(self, u, dofs):
-        """(B u)[dofs]: the unknowns' vector u at the vertex DOFs dofs (any shape),
-        from their rows of B only (each as :meth:`expand` computes it)."""
+    def gatherer(self, dofs):
+        """u -> (B u)[dofs]: the unknowns' vectors u at the vertex DOFs dofs (any
+        shape), from their rows of B only (each as :meth:`expand` computes it),
+        looked up once for all the vectors read on them."""
         slots, weights = self._rows(dofs)
-        return np.einsum("...j,...j->...", weights, self.q(u)[slots])
+        return lambda u: np.einsum("...j,...j->...", weights, self.q(u)[slots])
 
     def reduce_rows(self, rows):
         """B^T of the vertex-space vector sum f w of rows (see

@@ -185,7 +185,7 @@ def test_a_round_equals_its_full_size_computation(case):
     """friction_kinks.woodbury_step adds to the gradient on the unknowns, reduced
     once per step, only its changed contacts' forces, mapped through their DOFs'
     rows of the basis, and the rounds read the step on the contacts' DOFs only
-    (unknowns.gather): the same, up to rounding, as reducing the whole changed
+    (unknowns.gatherer): the same, up to rounding, as reducing the whole changed
     gradient B^T (g + dg) and expanding the whole step B u.  One contact goes
     from one slide to the other: a force change without a curvature change."""
     from dataclasses import replace
@@ -219,6 +219,6 @@ def test_a_round_equals_its_full_size_computation(case):
     W, curvature = unknowns.columns(bends)
     full = woodbury_solve(factor, -unknowns.reduce(g + dg), W, curvature)
     np.testing.assert_allclose(step, full, rtol=1e-10, atol=1e-12 * np.abs(full).max())
-    np.testing.assert_allclose(unknowns.gather(step, fs.dofs), unknowns.expand(step)[fs.dofs], rtol=1e-12)
+    np.testing.assert_allclose(unknowns.gatherer(fs.dofs)(step), unknowns.expand(step)[fs.dofs], rtol=1e-12)
     # the rounds' descent check: g . B u on the unknowns (the held ones' step is zero)
     assert np.dot(unknowns.reduce(g), step) == pytest.approx(np.dot(g, unknowns.expand(step)), rel=1e-10)
