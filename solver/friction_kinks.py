@@ -61,7 +61,9 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
     changes (r of them), so a round costs a forward substitution with r
     right-hand sides and two solves on the factorization of the Hessian
     (factor, a :class:`~solver.linsolve.linalg.Factorization`; Woodbury), not a
-    factorization.  A contact that changes piece settings.regime_switches times is
+    factorization; nor a pass over all vertex DOFs: the gradient is reduced on the
+    unknowns once, a round maps only its contacts' rows of the basis, and the
+    accepted step is expanded once.  A contact that changes piece settings.regime_switches times is
     held static; majorized contacts keep their model.  All or nothing: when a round
     would change more curvatures than settings.regime_max_entries allows (it would cost
     more than it saves; :func:`woodbury_step`) or is not a descent direction for the true
