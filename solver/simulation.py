@@ -349,11 +349,13 @@ class Simulation:
                 self._state_stencils = None  # the contacts among the woken bodies were not kept
                 solved = self._solve(h, t_next, again=True, watch=watch)
         except motion_check.CrossingAhead as ahead:
-            # an iterate's motion crosses already: split now, not after converging
+            # an iterate's motion crosses already: split now, not after converging. Whether
+            # the solve would have converged is unknown, so its halves count it as failed:
+            # they are not watched, and failed_splits bounds the step's solves as before
             tally.splits += 1
             tally.rejected_iters += ahead.iterations
             self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
-            return self._halves(h, t_next, depth, tally, failed)
+            return self._halves(h, t_next, depth, tally, failed + 1)
         crossing = self._motion_crossings(solved.x_prev, solved.x)
         if self._split(solved, crossing, depth, failed):
             if solved.converged:

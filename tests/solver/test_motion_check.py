@@ -142,6 +142,24 @@ def test_a_solve_whose_iterate_crosses_is_split_before_it_converges():
     assert all(s.converged and s.motion_unresolved == 0 for s in watched_stats)
 
 
+def test_the_halves_of_a_watched_split_are_not_watched(monkeypatch):
+    """A stopped solve may not have converged, so its halves count it as failed:
+    unwatched, failed_splits bounds the step's solves as for a failed one."""
+    watched = []
+    solve = Simulation._solve
+
+    def recording(self, h, t_next, again=False, watch=False):
+        watched.append(watch)
+        return solve(self, h, t_next, again=again, watch=watch)
+
+    monkeypatch.setattr(Simulation, "_solve", recording)
+    sim = Simulation(slab_body_scene())
+    sim.step(0.0002)
+    watched.clear()
+    assert sim.step().motion_splits == 1
+    assert watched == [True, False, False]
+
+
 def test_a_crossing_left_at_the_depth_limit_is_reported():
     capped = SolverSettings(motion=MotionCheckSettings(max_depth=0))
     with pytest.warns(RuntimeWarning, match="motion check: 1 substep"):
