@@ -413,12 +413,12 @@ def _spanning_triangle(X):
 def rigid_strains(basis, x, n_bodies):
     """(n_bodies,) each body's largest principal strain |stretch - 1| at x (the
     singular values of its A) when it is rigid, 0 for the others (deformable,
-    stiff: they are meant to bend).  basis: the model's (None, an AffineBasis,
-    or a ModalBasis over the rigid bodies' one)."""
-    out = np.zeros(n_bodies)
+    stiff: they are meant to bend); (0,) when no body is rigid.  basis: the
+    model's (None, an AffineBasis, or a ModalBasis over the rigid bodies' one)."""
     rigid = getattr(basis, "inner", basis)
     if rigid is None or rigid.n_rigid == 0:
-        return out
+        return np.zeros(0)
+    out = np.zeros(n_bodies)
     stretches = np.linalg.svd(rigid.affine(x), compute_uv=False)
     out[rigid.bodies] = np.abs(stretches - 1.0).max(axis=1)
     return out

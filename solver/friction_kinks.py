@@ -28,6 +28,7 @@ import numpy as np
 
 from . import friction
 from .linsolve import woodbury_solve
+from .unknowns import VertexUnknowns
 
 
 @dataclass(frozen=True)
@@ -204,12 +205,11 @@ def piece_update(ip, n, sets, slips, at_x, pieces, project=False):
     bends, one row per contact whose curvature changes (h^2-scaled).  sets:
     (FrictionSet, majorized mask) pairs; slips: their slips at x; project:
     curvatures clamped at zero on both sides, as in the projected Hessian;
-    ip: anything with the step's h and eps (the potential)."""
+    ip: anything with the step's h and eps (the potential).  The rounds use
+    :func:`_piece_update`'s rows directly; this vertex-space form is the
+    reference the tests hold them to."""
     forces, bends, _ = _piece_update(ip, sets, slips, at_x, pieces, project)
-    dg = np.zeros(n)
-    for dofs, w, f in forces:
-        dg += np.bincount(dofs.ravel(), weights=(f[:, None] * w).ravel(), minlength=n)
-    return dg, bends
+    return VertexUnknowns(np.zeros(n, bool)).reduce_rows(forces), bends
 
 
 def _piece_update(ip, sets, slips, at_x, pieces, project):

@@ -380,9 +380,9 @@ class Simulation:
 
     def _watches(self, depth, failed):
         """Whether a (sub)step's solve is watched for a crossing (motion_check.CrossingWatch):
-        one that could still be split, in a step none of whose solves failed so far (a
-        failed part's end is kept or split for failing whatever its crossings: watched, it
-        would be split for them instead, past failed_splits)."""
+        one that could still be split, in a step none of whose solves on its way failed or
+        was stopped by the watch (a failed part's end is kept or split for failing whatever
+        its crossings: watched, it would be split for them instead, past failed_splits)."""
         s = self.settings.motion
         return s.enabled and s.watch and depth < s.max_depth and failed == 0
 
@@ -755,8 +755,6 @@ class Simulation:
     def _rigid_strains(self):
         """StepStats.rigid_strains at the state's x (empty without rigid bodies)."""
         m = self.model
-        if m.basis is None or getattr(m.basis, "inner", m.basis) is None:
-            return ()
         return tuple(rigid_strains(m.basis, self.x, len(m.body_slices)).tolist())
 
     def _contact_summary(self, x, cs):

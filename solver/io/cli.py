@@ -353,8 +353,8 @@ def rigid_strain_lines(scene, stats):
     """One line per rigid body strained beyond RIGID_STRAIN_LIMIT in some step (something
     crushes it or pulls it apart): the steps as ranges and the largest strain."""
     lines = []
+    rows = [s for s in stats if len(s.rigid_strains) == len(scene.bodies)]
     for i, body in enumerate(scene.bodies):
-        rows = [s for s in stats if len(s.rigid_strains) == len(scene.bodies)]
         hit = [s for s in rows if s.rigid_strains[i] > RIGID_STRAIN_LIMIT]
         if hit:
             worst = max(s.rigid_strains[i] for s in hit)
