@@ -204,7 +204,9 @@ class NewtonResult:
     """Outcome of one Newton solve.
 
     x: (N,2) last iterate; contacts: a contact set holding every pair within
-    dhat of x; message: why it stopped without converging ("" if it converged).
+    dhat of x; message: why it stopped without converging ("" if it converged);
+    watched: the solve's watch stopped it at x (not converged; iterations
+    counts x).
     """
 
     x: np.ndarray
@@ -214,6 +216,11 @@ class NewtonResult:
     message: str
     contacts: ContactSet
     vertex: int = -1  # not converged: the vertex whose last Newton step was largest
+    watched: bool = False
+
+
+# A solve's watch: looks at an iterate x (N, 2), True to stop the solve there.
+Watch = Callable[[np.ndarray], bool]
 
 
 def _largest_step(dx) -> int:
@@ -252,10 +259,10 @@ class Newton:
         # State between steps: checkpoints store it.
         self.start_projected = False
 
-    def solve(self, ip, x, fixed, budget, cs=None, energy=None, settled=None) -> NewtonResult:
+    def solve(self, ip, x, fixed, budget, cs=None, settled=None, watch: Watch | None = None) -> NewtonResult:
         """Minimize ip from x with the vertices fixed (N,) bool held in place, in
         at most budget iterations.  cs (optional): a contact set holding every
-        pair within dhat of x; energy (optional): ip's value at x.
+        pair within dhat of x.
 
         Converged when both the step is small, ||dx||_inf / h < newton_tol,
         and the forces balance (:func:`force_imbalance` <= force_tol): where
@@ -267,8 +274,14 @@ class Newton:
         settled (optional): x solved a nearby potential (ip is it with its
         friction taken at x, docs/design/20-friction-lag-updates.md); x is
         kept, without a direction, if its forces balance to settled there.
+
+        watch (optional): looks at each iterate the solve goes on from,
+        before its line search; when it returns True the solve stops there
+        (``NewtonResult.watched``), e.g. the motion check's
+        (:class:`~solver.motion_check.CrossingWatch`).
         """
         p, s = self.params, self.settings
+        energy = None  # ip's value at x, once known
         fixed_dof = np.repeat(fixed, 2)
         if cs is None:
             cs = self.contact_set(x)
@@ -297,14 +310,12 @@ class Newton:
                 return NewtonResult(x, True, it, min_alpha, "", cs)
             if it == budget:
                 break
-            alpha, cs = self.feasible_step(x, dx)
-            alpha = kinks.line_search_start(alpha, d.zero_slip, mode.projected, s.kink_floor)
-            first, moved = None, speed  # E at the line search's start, when known; |dx|/h
-            if alpha < 1.0 and d.dq is not None:
-                dx, alpha, cs, energy, first = self._shortened_turn(ip, x, g, d, alpha, cs, energy)
-                moved = np.abs(dx).max() / p.dt
+            if watch is not None and watch(x):
+                return NewtonResult(x, False, it + 1, min_alpha, "stopped by its watch", cs, watched=True)
+            dx, start = self._line_search_start(ip, x, d, mode, energy)
+            moved = speed if dx is d.dx else np.abs(dx).max() / p.dt  # |dx|/h of the line search's dx
             with self.timers("line_search"):
-                alpha, trial, energy, cs = self._line_search(ip, x, dx, (alpha, cs, energy, first), g, d)
+                alpha, trial, energy, cs = self._line_search(ip, x, dx, start, g, d)
             if speed < p.newton_tol and (alpha is None or alpha * moved < s.stall * p.newton_tol):
                 # The step is small and the energy cannot resolve a decrease
                 # along it (rounding): what force is left is below what this
@@ -407,6 +418,21 @@ class Newton:
             flips = tuple(f < 1.0 for f in zero_slip)
             majorize = kinks.next_majorize(majorize, flips, hold, s.majorize_iters)
             return Direction(g, T.magnitude, dx, majorize, mode, zero_slip, indefinite, dq)
+
+    def _line_search_start(self, ip, x, d, mode, energy):
+        """(dx, start): the line search's direction and its start (alpha, its
+        contact set, E(x) or None, E at alpha or None; see :meth:`_line_search`)
+        for the Direction d at x: d.dx from its feasible step (CCD), cut at the
+        zero-slip stop (mode: the next iteration's, see
+        :func:`~solver.friction_kinks.line_search_start`), or a rigid step cut
+        short taken with its turns exact (:meth:`_shortened_turn`).  energy:
+        E(x) or None."""
+        alpha, cs = self.feasible_step(x, d.dx)
+        alpha = kinks.line_search_start(alpha, d.zero_slip, mode.projected, self.settings.kink_floor)
+        if alpha < 1.0 and d.dq is not None:
+            dx, alpha, cs, energy, first = self._shortened_turn(ip, x, d.g, d, alpha, cs, energy)
+            return dx, (alpha, cs, energy, first)
+        return d.dx, (alpha, cs, energy, None)
 
     def _shortened_turn(self, ip, x, g, d, alpha, cs, energy):
         """(dx, alpha, cs, energy, trial): the line search's direction, start, contact
