@@ -547,9 +547,9 @@ def test_a_watch_looks_at_each_iterate_once_and_stops_the_solve_where_it_says(mo
 
     real, captured = newton.Newton.solve, []
 
-    def capturing(self, ip, x, fixed, budget, cs=None, settled=None, watch=None):
+    def capturing(self, ip, x, fixed, budget, cs=None, **kw):
         start_projected = self.start_projected
-        res = real(self, ip, x, fixed, budget, cs, settled, watch)
+        res = real(self, ip, x, fixed, budget, cs, **kw)
         if res.iterations > 3 and not captured:
             captured.append((self, start_projected, (ip, x, fixed, budget, cs), res))
         return res
