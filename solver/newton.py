@@ -387,30 +387,27 @@ class Newton:
             g = np.where(fixed_dof, 0.0, T.grad)
             try:
                 if basis is None:
-                    u, factor = self._linear_solve(T, g, fixed_dof, project, expected)
-                    unknowns = VertexUnknowns(fixed_dof)
+                    step, gq = self._linear_solve(T, g, fixed_dof, project, expected), None
                 else:
-                    kind = (project, expected)
-                    unknowns, u, factor, gq = self._reduced_solve(ip, x, T, fixed_dof, kind, on)
+                    step, gq = self._reduced_solve(ip, x, T, fixed_dof, (project, expected), on)
             except NotPositiveDefinite:
                 mode, indefinite = next_mode(mode, Event.NOT_DEFINITE, on), True
                 continue
+            u, factor, unknowns = step.u, step.factor, step.unknowns
             if not np.all(np.isfinite(u)):
                 dx = unknowns.expand(u).reshape(-1, 2)
                 return Direction(g, T.magnitude, dx, majorize, mode, (), indefinite)
             if record and factor is not None and T.deficit:
                 with self.timers("exact_cg"):
                     u, negative = exact_model_step(
-                        factor.solve, unknowns.deficit_product(T), unknowns.reduce(g), u, unknowns.free, s
+                        factor.solve, unknowns.deficit_product(T), step.gu, u, unknowns.free, s
                     )
                 indefinite = indefinite or negative
             rounds = on.regime_rounds and factor is not None
             if rounds:
                 with self.timers("regime_rounds"):
-                    dx = unknowns.expand(u).reshape(-1, 2)
-                    newton = kinks.NewtonStep(g, dx, factor, unknowns, project, u)
-                    dx, u = kinks.regime_consistent_step(ip, x, newton, majorize, s)
-            # (rigid bodies: each body's turn made exact)
+                    u = kinks.regime_consistent_step(ip, x, replace(step, u=u), majorize, s)
+            # (rigid bodies: each body's turn made exact; the one expansion of the step)
             dq = None if basis is None else unknowns.q(u)  # before the turns (_shortened_turn)
             dx = u.reshape(-1, 2) if basis is None else _turned(basis, x, gq, dq)
             zero_slip = ip.zero_slip_fractions(x, dx)
@@ -504,13 +501,13 @@ class Newton:
                 return t, trial, cs
             t, trial, cs = 2.0 * t, longer, longer_cs
 
-    def _linear_solve(self, T, g, fixed_dof, project, expected):
-        """(dx (2N,), factor): the Newton step of the Hessian in T for the
-        gradient g, and the Cholesky factorization it came from (None when
-        the solve did not factorize: a projected Hessian where neither CG
-        nor the regime rounds need its factor, or one not numerically
-        definite).  Raises NotPositiveDefinite when an exact Hessian is not
-        positive definite or its step is not a descent direction."""
+    def _linear_solve(self, T, g, fixed_dof, project, expected) -> kinks.NewtonStep:
+        """The Newton step (2N,) of the Hessian in T for the gradient g (fixed
+        DOFs zeroed), on the vertex DOFs, with the Cholesky factorization it
+        came from (None when the solve did not factorize: a projected Hessian
+        where neither CG nor the regime rounds need its factor, or one not
+        numerically definite).  Raises NotPositiveDefinite when an exact
+        Hessian is not positive definite or its step is not a descent direction."""
         p = self.params
         with self.timers("linear_solve"):
             r, c, v = T.system(fixed_dof)
@@ -523,19 +520,20 @@ class Newton:
                 dx = factor.solve(-g)
         if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
-        return dx, factor
+        return kinks.NewtonStep(dx, g, factor, VertexUnknowns(fixed_dof), project)
 
     def _reduced_solve(self, ip, x, T, fixed_dof, kind, on):
-        """(unknowns, u, factor, gq): the Newton step of a scene with rigid bodies,
-        solved in the basis' unknowns q (solver/basis.py): B^T H B plus the
-        Hessians given in q (inertia's, orthogonality's) for B^T g; u on the
-        factorization's unknowns (a :class:`~solver.unknowns.BasisUnknowns`,
-        which maps it to q and to dx = B dq: a straight step in q is one in x,
-        so the line search and CCD stay in vertex space), and the factorization
-        (None as in :meth:`_linear_solve`; the regime rounds and CG reuse it
-        through ``unknowns``), and B^T g (n_q,).  kind: (project, expected) as in
-        :meth:`_linear_solve` (the expected stencils mapped to q).  Raises
-        NotPositiveDefinite as :meth:`_linear_solve`."""
+        """(step, gq): the Newton step of a scene with rigid bodies (a
+        :class:`~solver.friction_kinks.NewtonStep`), solved in the basis' unknowns q
+        (solver/basis.py): B^T H B plus the Hessians given in q (inertia's,
+        orthogonality's) for B^T g, on the factorization's unknowns (a
+        :class:`~solver.unknowns.BasisUnknowns`, which maps it to q and to dx = B dq:
+        a straight step in q is one in x, so the line search and CCD stay in vertex
+        space), with the factorization (None as in :meth:`_linear_solve`; the regime
+        rounds and CG reuse it through the unknowns), and B^T g (n_q,), held
+        unknowns zeroed.  kind: (project, expected) as in :meth:`_linear_solve` (the
+        expected stencils mapped to q).  Raises NotPositiveDefinite as
+        :meth:`_linear_solve`."""
         p, (project, expected) = self.params, kind
         with self.timers("linear_solve"):
             # the fixed vertex DOFs' rows are identity rows of x already, and so of q
@@ -558,7 +556,8 @@ class Newton:
                 step = factor.solve(rhs)
         if not project and not float(np.dot(rhs, step)) > 0.0 and np.any(rhs):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
-        return unknowns, step, factor, gq
+        gu = gq if free is None else gq[free]  # = unknowns.reduce(g): fixed DOFs reach held q only
+        return kinks.NewtonStep(step, gu, factor, unknowns, project), gq
 
 
 def _turned(basis, x, gq, dq):
