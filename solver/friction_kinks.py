@@ -33,22 +33,23 @@ from .unknowns import VertexUnknowns
 
 @dataclass(frozen=True)
 class NewtonStep:
-    """A Newton step and the system it solved: the gradient g (2N,), the step dx (N, 2), the
-    Cholesky factorization of the Hessian (a :class:`~solver.linsolve.linalg.Factorization`;
-    the PSD-projected Hessian when ``project``) in the unknowns it solves for
-    (:mod:`solver.unknowns`: the vertex DOFs with the fixed ones held, or a basis' q), and
-    u: the step on those unknowns (None: dx.ravel())."""
+    """A Newton step and the system it solved, on the unknowns the system solves
+    for (:mod:`solver.unknowns`: the vertex DOFs with the fixed ones held, or a
+    basis' q): the step u, the gradient gu (``unknowns.reduce(g)`` of the true
+    gradient g (2N,), fixed DOFs zeroed: the solve's right-hand side negated),
+    the Cholesky factorization of the Hessian (a
+    :class:`~solver.linsolve.linalg.Factorization`; the PSD-projected Hessian
+    when ``project``) and the unknowns."""
 
-    g: np.ndarray
-    dx: np.ndarray
+    u: np.ndarray
+    gu: np.ndarray
     factor: object
     unknowns: object
     project: bool = False
-    u: np.ndarray | None = None
 
 
 def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
-    """The Newton step dx (N, 2) (of ``newton``) re-solved, up to settings.regime_rounds times, with
+    """The Newton step u (of ``newton``) re-solved, up to settings.regime_rounds times, with
     each friction contact modelled on the piece of its energy (static,
     sliding forwards, sliding backwards: :func:`friction.regime`) that the
     step's end point puts it in, until no contact changes piece.  A contact
@@ -62,35 +63,33 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
     changes (r of them), so a round costs a forward substitution with r
     right-hand sides and two solves on the factorization of the Hessian
     (factor, a :class:`~solver.linsolve.linalg.Factorization`; Woodbury), not a
-    factorization; nor a pass over all vertex DOFs: the gradient is reduced on the
-    unknowns once, a round maps only its contacts' rows of the basis, and the
-    accepted step is expanded once.  A contact that changes piece settings.regime_switches times is
-    held static; majorized contacts keep their model.  All or nothing: when a round
-    would change more curvatures than settings.regime_max_entries allows (it would cost
-    more than it saves; :func:`woodbury_step`) or is not a descent direction for the true
-    gradient g (2N,) (the modified Hessian need not be definite), the plain
-    Newton step is returned: a partial correction measured worse than none.
-    After the last round its step is kept.  Returns (dx (N, 2), u: the step on
-    the factorization's unknowns, see :class:`NewtonStep`).
+    factorization; nor a pass over all vertex DOFs: the gradient comes reduced on the
+    unknowns (newton.gu), a round reads its step at the contacts' DOFs from their rows of
+    the basis only, and the caller expands the accepted step.  A contact that changes
+    piece settings.regime_switches times is held static; majorized contacts keep their
+    model.  All or nothing: when a round would change more curvatures than
+    settings.regime_max_entries allows (it would cost more than it saves;
+    :func:`woodbury_step`) or is not a descent direction for the true gradient g (the
+    modified Hessian need not be definite), the plain Newton step is returned: a partial
+    correction measured worse than none.  After the last round its step is kept.
+    Returns the step on the factorization's unknowns (see :class:`NewtonStep`;
+    ``newton.u`` itself when no round changed it).
     """
-    g, factor, unknowns, project = newton.g, newton.factor, newton.unknowns, newton.project
-    plain = newton.dx, newton.u
+    gu, unknowns = newton.gu, newton.unknowns
     sets = [(fs, m > 0) for fs, m in zip(ip.friction_sets, majorize, strict=True) if len(fs)]
     if not sets:
-        return plain
+        return newton.u
     disp = ip.displacement(x)
     slips = [friction.slip(fs, disp) for fs, _ in sets]
     at_x = [friction.regime(u, ip.eps) for u in slips]
     pieces = [r.copy() for r in at_x]
     flips = [np.zeros(len(r), np.int8) for r in at_x]
     u = newton.u
-    swept = SweptColumns(factor, unknowns, [len(fs) for fs, _ in sets])
-    reads = None  # per set: a round's step on its contacts' DOFs (from u, its DOFs' rows of B only)
+    swept = SweptColumns(newton.factor, unknowns, [len(fs) for fs, _ in sets])
+    reads = [unknowns.gatherer(fs.dofs) for fs, _ in sets]  # per set: u's step on its contacts' DOFs
     for _ in range(settings.regime_rounds):
-        if reads is None:  # the plain step
-            moves = [friction.slip(fs, newton.dx) for fs, _ in sets]
-        else:  # friction.slip of the round's step
-            moves = [np.einsum("ni,ni->n", fs.w, read(u)) for (fs, _), read in zip(sets, reads, strict=True)]
+        # friction.slip of the step u, from its contacts' DOFs' rows of B only
+        moves = [np.einsum("ni,ni->n", fs.w, read(u)) for (fs, _), read in zip(sets, reads, strict=True)]
         changed = False
         for (_, held), slip, move, piece, flip in zip(sets, slips, moves, pieces, flips, strict=True):
             lands = friction.regime(slip + move, ip.eps)
@@ -102,15 +101,10 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
                 piece[moved] = np.where(flip[moved] >= settings.regime_switches, 0, ahead)
         if not changed:
             break
-        if reads is None:  # the first round: the gradient reduced once for all
-            gq = unknowns.reduce(g)
-            reads = [unknowns.gatherer(fs.dofs) for fs, _ in sets]
-        u = woodbury_step(ip, gq, swept, (sets, slips, at_x, pieces), settings, project)
-        if u is None or not float(np.dot(gq, u)) < 0.0:  # g . B u = B^T g . u
-            return plain
-    if reads is None:  # no round: the plain step
-        return plain
-    return unknowns.expand(u).reshape(-1, 2), u
+        u = woodbury_step(ip, gu, swept, (sets, slips, at_x, pieces), settings, newton.project)
+        if u is None or not float(np.dot(gu, u)) < 0.0:  # g . B u = B^T g . u
+            return newton.u
+    return u
 
 
 def next_piece(piece, lands):

@@ -42,18 +42,12 @@ class MotionCheckSettings:
     watch: bool = True
 
 
-class CrossingAhead(Exception):
-    """A watched solve stopped: its iterate's straight motion from the step's
-    start crosses (iterations: those it took, the one that found it included)."""
-
-    def __init__(self, iterations):
-        super().__init__(iterations)
-        self.iterations = iterations
-
-
+@dataclass(frozen=True)
 class CrossingWatch:
     """Watches the iterates of one (sub)step's Newton solve for the crossing
-    that would have the step split after it converged.
+    that would have the step split after it converged: Newton's ``watch``
+    (:meth:`~solver.newton.Newton.solve`), which stops the solve at an
+    iterate that :meth:`crosses`.
 
     A converged step is split when its straight motion crosses; traced on
     M500's split steps (docs/design/14-step-motion-check.md, Evidence), the
@@ -63,7 +57,11 @@ class CrossingWatch:
     pairs are watched, so a look is one batched kernel on the stencils the
     step has at its start, without a broad phase; the end state still gets
     the full check (:func:`crossing_stencils`), and a step the watch lets
-    through is kept or split exactly as without it."""
+    through is kept or split exactly as without it.  x0 (N, 2): the step's
+    start; stencils (k, 3): the point-edge pairs watched."""
+
+    x0: np.ndarray
+    stencils: np.ndarray
 
     @classmethod
     def of_bodies(cls, model, x0, stencils):
@@ -73,22 +71,11 @@ class CrossingWatch:
         leading it, 35 iterates crossing, the end not)."""
         return cls(x0, stencils[~model.is_collider[stencils].any(axis=1)])
 
-    def __init__(self, x0, stencils):
-        self.x0 = x0
-        self.stencils = stencils
-        self.iterations = 0
-        self._last = None
-
-    def see(self, x):
-        """Look at Newton's iterate x (each is looked at once; its repeated
-        line-search calls pass the same array); raises CrossingAhead."""
-        if x is self._last:
-            return
-        self._last = x
-        self.iterations += 1
+    def crosses(self, x) -> bool:
+        """Whether the straight motion from x0 to Newton's iterate x (N, 2)
+        crosses at a watched pair."""
         st = self.stencils
-        if len(st) and ccd.point_edge_crossings(self.x0[st], (x - self.x0)[st]).any():
-            raise CrossingAhead(self.iterations)
+        return bool(len(st)) and bool(ccd.point_edge_crossings(self.x0[st], (x - self.x0)[st]).any())
 
 
 def crossing_stencils(model, x0, x1, groups=None):

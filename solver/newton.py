@@ -204,7 +204,9 @@ class NewtonResult:
     """Outcome of one Newton solve.
 
     x: (N,2) last iterate; contacts: a contact set holding every pair within
-    dhat of x; message: why it stopped without converging ("" if it converged).
+    dhat of x; message: why it stopped without converging ("" if it converged);
+    watched: the solve's watch stopped it at x (not converged; iterations
+    counts x).
     """
 
     x: np.ndarray
@@ -214,6 +216,11 @@ class NewtonResult:
     message: str
     contacts: ContactSet
     vertex: int = -1  # not converged: the vertex whose last Newton step was largest
+    watched: bool = False
+
+
+# A solve's watch: looks at an iterate x (N, 2), True to stop the solve there.
+Watch = Callable[[np.ndarray], bool]
 
 
 def _largest_step(dx) -> int:
@@ -252,10 +259,10 @@ class Newton:
         # State between steps: checkpoints store it.
         self.start_projected = False
 
-    def solve(self, ip, x, fixed, budget, cs=None, energy=None, settled=None) -> NewtonResult:
+    def solve(self, ip, x, fixed, budget, cs=None, settled=None, watch: Watch | None = None) -> NewtonResult:
         """Minimize ip from x with the vertices fixed (N,) bool held in place, in
         at most budget iterations.  cs (optional): a contact set holding every
-        pair within dhat of x; energy (optional): ip's value at x.
+        pair within dhat of x.
 
         Converged when both the step is small, ||dx||_inf / h < newton_tol,
         and the forces balance (:func:`force_imbalance` <= force_tol): where
@@ -267,8 +274,14 @@ class Newton:
         settled (optional): x solved a nearby potential (ip is it with its
         friction taken at x, docs/design/20-friction-lag-updates.md); x is
         kept, without a direction, if its forces balance to settled there.
+
+        watch (optional): looks at each iterate the solve goes on from,
+        before its line search; when it returns True the solve stops there
+        (``NewtonResult.watched``), e.g. the motion check's
+        (:class:`~solver.motion_check.CrossingWatch`).
         """
         p, s = self.params, self.settings
+        energy = None  # ip's value at x, once known
         fixed_dof = np.repeat(fixed, 2)
         if cs is None:
             cs = self.contact_set(x)
@@ -297,14 +310,12 @@ class Newton:
                 return NewtonResult(x, True, it, min_alpha, "", cs)
             if it == budget:
                 break
-            alpha, cs = self.feasible_step(x, dx)
-            alpha = kinks.line_search_start(alpha, d.zero_slip, mode.projected, s.kink_floor)
-            first, moved = None, speed  # E at the line search's start, when known; |dx|/h
-            if alpha < 1.0 and d.dq is not None:
-                dx, alpha, cs, energy, first = self._shortened_turn(ip, x, g, d, alpha, cs, energy)
-                moved = np.abs(dx).max() / p.dt
+            if watch is not None and watch(x):
+                return NewtonResult(x, False, it + 1, min_alpha, "stopped by its watch", cs, watched=True)
+            dx, start = self._line_search_start(ip, x, d, mode, energy)
+            moved = speed if dx is d.dx else np.abs(dx).max() / p.dt  # |dx|/h of the line search's dx
             with self.timers("line_search"):
-                alpha, trial, energy, cs = self._line_search(ip, x, dx, (alpha, cs, energy, first), g, d)
+                alpha, trial, energy, cs = self._line_search(ip, x, dx, start, g, d)
             if speed < p.newton_tol and (alpha is None or alpha * moved < s.stall * p.newton_tol):
                 # The step is small and the energy cannot resolve a decrease
                 # along it (rounding): what force is left is below what this
@@ -376,30 +387,27 @@ class Newton:
             g = np.where(fixed_dof, 0.0, T.grad)
             try:
                 if basis is None:
-                    u, factor = self._linear_solve(T, g, fixed_dof, project, expected)
-                    unknowns = VertexUnknowns(fixed_dof)
+                    step, gq = self._linear_solve(T, g, fixed_dof, project, expected), None
                 else:
-                    kind = (project, expected)
-                    unknowns, u, factor, gq = self._reduced_solve(ip, x, T, fixed_dof, kind, on)
+                    step, gq = self._reduced_solve(ip, x, T, fixed_dof, (project, expected), on)
             except NotPositiveDefinite:
                 mode, indefinite = next_mode(mode, Event.NOT_DEFINITE, on), True
                 continue
+            u, factor, unknowns = step.u, step.factor, step.unknowns
             if not np.all(np.isfinite(u)):
                 dx = unknowns.expand(u).reshape(-1, 2)
                 return Direction(g, T.magnitude, dx, majorize, mode, (), indefinite)
             if record and factor is not None and T.deficit:
                 with self.timers("exact_cg"):
                     u, negative = exact_model_step(
-                        factor.solve, unknowns.deficit_product(T), unknowns.reduce(g), u, unknowns.free, s
+                        factor.solve, unknowns.deficit_product(T), step.gu, u, unknowns.free, s
                     )
                 indefinite = indefinite or negative
             rounds = on.regime_rounds and factor is not None
             if rounds:
                 with self.timers("regime_rounds"):
-                    dx = unknowns.expand(u).reshape(-1, 2)
-                    newton = kinks.NewtonStep(g, dx, factor, unknowns, project, u)
-                    dx, u = kinks.regime_consistent_step(ip, x, newton, majorize, s)
-            # (rigid bodies: each body's turn made exact)
+                    u = kinks.regime_consistent_step(ip, x, replace(step, u=u), majorize, s)
+            # (rigid bodies: each body's turn made exact; the one expansion of the step)
             dq = None if basis is None else unknowns.q(u)  # before the turns (_shortened_turn)
             dx = u.reshape(-1, 2) if basis is None else _turned(basis, x, gq, dq)
             zero_slip = ip.zero_slip_fractions(x, dx)
@@ -407,6 +415,21 @@ class Newton:
             flips = tuple(f < 1.0 for f in zero_slip)
             majorize = kinks.next_majorize(majorize, flips, hold, s.majorize_iters)
             return Direction(g, T.magnitude, dx, majorize, mode, zero_slip, indefinite, dq)
+
+    def _line_search_start(self, ip, x, d, mode, energy):
+        """(dx, start): the line search's direction and its start (alpha, its
+        contact set, E(x) or None, E at alpha or None; see :meth:`_line_search`)
+        for the Direction d at x: d.dx from its feasible step (CCD), cut at the
+        zero-slip stop (mode: the next iteration's, see
+        :func:`~solver.friction_kinks.line_search_start`), or a rigid step cut
+        short taken with its turns exact (:meth:`_shortened_turn`).  energy:
+        E(x) or None."""
+        alpha, cs = self.feasible_step(x, d.dx)
+        alpha = kinks.line_search_start(alpha, d.zero_slip, mode.projected, self.settings.kink_floor)
+        if alpha < 1.0 and d.dq is not None:
+            dx, alpha, cs, energy, first = self._shortened_turn(ip, x, d.g, d, alpha, cs, energy)
+            return dx, (alpha, cs, energy, first)
+        return d.dx, (alpha, cs, energy, None)
 
     def _shortened_turn(self, ip, x, g, d, alpha, cs, energy):
         """(dx, alpha, cs, energy, trial): the line search's direction, start, contact
@@ -478,13 +501,13 @@ class Newton:
                 return t, trial, cs
             t, trial, cs = 2.0 * t, longer, longer_cs
 
-    def _linear_solve(self, T, g, fixed_dof, project, expected):
-        """(dx (2N,), factor): the Newton step of the Hessian in T for the
-        gradient g, and the Cholesky factorization it came from (None when
-        the solve did not factorize: a projected Hessian where neither CG
-        nor the regime rounds need its factor, or one not numerically
-        definite).  Raises NotPositiveDefinite when an exact Hessian is not
-        positive definite or its step is not a descent direction."""
+    def _linear_solve(self, T, g, fixed_dof, project, expected) -> kinks.NewtonStep:
+        """The Newton step (2N,) of the Hessian in T for the gradient g (fixed
+        DOFs zeroed), on the vertex DOFs, with the Cholesky factorization it
+        came from (None when the solve did not factorize: a projected Hessian
+        where neither CG nor the regime rounds need its factor, or one not
+        numerically definite).  Raises NotPositiveDefinite when an exact
+        Hessian is not positive definite or its step is not a descent direction."""
         p = self.params
         with self.timers("linear_solve"):
             r, c, v = T.system(fixed_dof)
@@ -497,19 +520,20 @@ class Newton:
                 dx = factor.solve(-g)
         if not project and not float(np.dot(g, dx)) < 0.0 and np.any(g):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
-        return dx, factor
+        return kinks.NewtonStep(dx, g, factor, VertexUnknowns(fixed_dof), project)
 
     def _reduced_solve(self, ip, x, T, fixed_dof, kind, on):
-        """(unknowns, u, factor, gq): the Newton step of a scene with rigid bodies,
-        solved in the basis' unknowns q (solver/basis.py): B^T H B plus the
-        Hessians given in q (inertia's, orthogonality's) for B^T g; u on the
-        factorization's unknowns (a :class:`~solver.unknowns.BasisUnknowns`,
-        which maps it to q and to dx = B dq: a straight step in q is one in x,
-        so the line search and CCD stay in vertex space), and the factorization
-        (None as in :meth:`_linear_solve`; the regime rounds and CG reuse it
-        through ``unknowns``), and B^T g (n_q,).  kind: (project, expected) as in
-        :meth:`_linear_solve` (the expected stencils mapped to q).  Raises
-        NotPositiveDefinite as :meth:`_linear_solve`."""
+        """(step, gq): the Newton step of a scene with rigid bodies (a
+        :class:`~solver.friction_kinks.NewtonStep`), solved in the basis' unknowns q
+        (solver/basis.py): B^T H B plus the Hessians given in q (inertia's,
+        orthogonality's) for B^T g, on the factorization's unknowns (a
+        :class:`~solver.unknowns.BasisUnknowns`, which maps it to q and to dx = B dq:
+        a straight step in q is one in x, so the line search and CCD stay in vertex
+        space), with the factorization (None as in :meth:`_linear_solve`; the regime
+        rounds and CG reuse it through the unknowns), and B^T g (n_q,), held
+        unknowns zeroed.  kind: (project, expected) as in :meth:`_linear_solve` (the
+        expected stencils mapped to q).  Raises NotPositiveDefinite as
+        :meth:`_linear_solve`."""
         p, (project, expected) = self.params, kind
         with self.timers("linear_solve"):
             # the fixed vertex DOFs' rows are identity rows of x already, and so of q
@@ -532,7 +556,8 @@ class Newton:
                 step = factor.solve(rhs)
         if not project and not float(np.dot(rhs, step)) > 0.0 and np.any(rhs):
             raise NotPositiveDefinite("exact Newton step is not a descent direction")
-        return unknowns, step, factor, gq
+        gu = gq if free is None else gq[free]  # = unknowns.reduce(g): fixed DOFs reach held q only
+        return kinks.NewtonStep(step, gu, factor, unknowns, project), gq
 
 
 def _turned(basis, x, gq, dq):

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time as _time
 import warnings
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ from .settings import SolverSettings
 from .sleep import Sleep, SleepReport, free_unknowns
 from .start import NewtonStart
 from .validate import check_initial_geometry
+
+_NO_CROSSING = np.zeros((0, 3), np.intp)  # no stencil crosses
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,7 @@ class _Solved:
     vertex: int
     wall_time: float
     unknowns: int = 0  # Newton's free unknowns in the last solve (0: not solved, everything asleep)
+    watched: bool = False  # stopped by its watch: an iterate's motion crossed (not converged)
 
     def merged(self, later):
         """The two halves of a split step as one: later's end, both efforts."""
@@ -253,7 +257,6 @@ class Simulation:
         )
         self._state_stencils = None  # contact candidates at self.x, found by the last step
         self._state_touching = None  # (those stencils, bodies touching something at self.x)
-        self._watch = None  # the CrossingWatch of the solve under way (motion_check.py), if any
         self._newton = Newton(
             p,
             self._feasible_step,
@@ -338,27 +341,21 @@ class Simulation:
         end state's _Summary)."""
         rewind = (self.kappa, self.kappa_balanced, self._newton.start_projected)
         watch = self._watches(depth, failed)
-        try:
-            solved = self._solve(h, t_next, watch=watch)
-            while self._sleep.enabled and self._sleep.touched(
-                solved.contacts.idx[~solved.contacts.pp], solved.x, self.params.dhat
-            ):
-                # an awake body reached a sleeping island: solve the step again with it awake
-                tally.rejected_iters += solved.iters
-                self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
-                self._state_stencils = None  # the contacts among the woken bodies were not kept
-                solved = self._solve(h, t_next, again=True, watch=watch)
-        except motion_check.CrossingAhead as ahead:
-            # an iterate's motion crosses already: split now, not after converging. Whether
-            # the solve would have converged is unknown, so its halves count it as failed:
-            # they are not watched, and failed_splits bounds the step's solves as before
-            tally.splits += 1
-            tally.rejected_iters += ahead.iterations
+        solved = self._solve(h, t_next, watch=watch)
+        while (
+            not solved.watched
+            and self._sleep.enabled
+            and self._sleep.touched(solved.contacts.idx[~solved.contacts.pp], solved.x, self.params.dhat)
+        ):
+            # an awake body reached a sleeping island: solve the step again with it awake
+            tally.rejected_iters += solved.iters
             self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
-            return self._halves(h, t_next, depth, tally, failed + 1)
-        crossing = self._motion_crossings(solved.x_prev, solved.x)
+            self._state_stencils = None  # the contacts among the woken bodies were not kept
+            solved = self._solve(h, t_next, again=True, watch=watch)
+        # (a watched solve stopped: its iterate's motion crossed, it is split, see _split)
+        crossing = _NO_CROSSING if solved.watched else self._motion_crossings(solved.x_prev, solved.x)
         if self._split(solved, crossing, depth, failed):
-            if solved.converged:
+            if solved.converged or solved.watched:
                 tally.splits += 1
             else:
                 tally.failure_splits += 1
@@ -389,10 +386,16 @@ class Simulation:
     def _split(self, solved, crossing, depth, failed):
         """Whether a solve is taken again as two halves: its motion crosses or it
         did not converge, within max_depth halvings; a solve that did not converge
-        after failed_splits such halvings on its way is kept (halving did not help)."""
+        after failed_splits such halvings on its way is kept (halving did not help).
+        A solve its watch stopped is split (an iterate's motion crosses already:
+        split now, not after converging); whether it would have converged is
+        unknown, so its halves count it as failed: they are not watched, and
+        failed_splits bounds the step's solves as for a failed one."""
         s = self.settings.motion
         if depth >= s.max_depth:
             return False
+        if solved.watched:
+            return True
         if not solved.converged:
             return failed < s.failed_splits
         return len(crossing) > 0  # (none when the check is off)
@@ -426,7 +429,8 @@ class Simulation:
         aside: balanced when contact first appears).  Returns a _Solved.
         again: the same (sub)step solved again after waking sleeping bodies.
         watch: its iterates are watched for a crossing at the pairs in contact
-        at the start (raises motion_check.CrossingAhead)."""
+        at the start (motion_check.CrossingWatch): the solve stops at the first
+        that crosses (_Solved.watched)."""
         t_start = _time.perf_counter()
         p = self.params
         # the model with this step's animated settings (the model itself when none are)
@@ -468,12 +472,11 @@ class Simulation:
             x, penalty = self._prescribed.first_round(x_prev, target)
             touching = self._touching_bodies(fric_cs)
             x, cs = self._start.guess(x, x_prev + h * self.v, x_tilde, touching)
+        watcher = None
         if watch:
-            self._watch = motion_check.CrossingWatch.of_bodies(m, x_prev, fric_cs.idx[~fric_cs.pp])
-        try:
-            r = self._newton_rounds(h, consts, target, penalty, x, cs)
-        finally:
-            self._watch = None
+            crossing = motion_check.CrossingWatch.of_bodies(m, x_prev, fric_cs.idx[~fric_cs.pp])
+            watcher = functools.partial(self._crosses, crossing)
+        r = self._newton_rounds(h, consts, target, penalty, (x, cs), watcher)
         # r.x is Newton's last iterate, and r.contacts holds every pair within dhat of it
         wall = _time.perf_counter() - t_start
         unknowns = free_unknowns(m, r.fixed)
@@ -489,14 +492,22 @@ class Simulation:
             r.last.vertex,
             wall,
             unknowns,
+            r.last.watched,
         )
 
-    def _newton_rounds(self, h, consts, target, penalty, x, cs):
-        """Newton's solves of a (sub)step of length h from x (cs: every pair
-        within dhat of x): one per penalty round of the prescribed vertices
+    def _crosses(self, watch, x):
+        """Whether Newton's iterate x crosses on the motion check's watch (a CrossingWatch)."""
+        with self.timers("motion_check"):
+            return watch.crosses(x)
+
+    def _newton_rounds(self, h, consts, target, penalty, start, watch=None):
+        """Newton's solves of a (sub)step of length h from start = (x, cs: every
+        pair within dhat of x): one per penalty round of the prescribed vertices
         (first: penalty), each solved again with the friction taken at its
-        solution up to NewtonSettings.friction_lags times (a :class:`_Rounds`)."""
+        solution up to NewtonSettings.friction_lags times (a :class:`_Rounds`).
+        watch: Newton's watch of every solve (one that stops ends the rounds)."""
         p = self.params
+        x, cs = start
         with self.timers("step_setup"):
             fixed, penalized = self._held(penalty.pending)
             ip = self._potential(consts, penalized, penalty.k_pen)
@@ -505,7 +516,7 @@ class Simulation:
         lags, settled = self.settings.newton.friction_lags, None
         while True:
             budget = p.max_newton_iters - total_iters
-            res = newton.solve(ip, x, fixed, budget, cs, settled=settled)
+            res = newton.solve(ip, x, fixed, budget, cs, settled=settled, watch=watch)
             x, cs = res.x, res.contacts
             total_iters += res.iterations
             min_alpha = min(min_alpha, res.min_alpha)
@@ -622,9 +633,6 @@ class Simulation:
         """Largest alpha <= 1 with no inversion and no collision along x + alpha dx,
         and the contact set swept over that segment (cs: one swept over a
         motion that contains it, else built here)."""
-        if self._watch is not None:  # a watched solve's iterate (raises motion_check.CrossingAhead)
-            with self.timers("motion_check"):
-                self._watch.see(x)
         with self.timers("ccd"):
             alpha = min(1.0, ccd.inversion_step(x, dx, self.model.inversion_tris))
         if cs is None:

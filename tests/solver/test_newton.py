@@ -197,8 +197,8 @@ def test_converged_iterates_balance_their_forces_and_skip_the_checking_solve(mon
         directions[0] += 1
         return direction(self, *args)
 
-    def recording_solve(self, ip, x, fixed, budget, cs=None, energy=None, **kw):
-        res = newton_solve(self, ip, x, fixed, budget, cs, energy, **kw)
+    def recording_solve(self, ip, x, fixed, budget, cs=None, **kw):
+        res = newton_solve(self, ip, x, fixed, budget, cs, **kw)
         results.append((self, ip, fixed, res))
         return res
 
@@ -534,3 +534,48 @@ def test_a_step_along_negative_curvature_doubles_until_ccd_stops_it():
     assert _extension(falling, wall=5.0)[:2] == (4.0, falling(4.0))
     assert _extension(lambda s: 4.0 * (s - 1.0) ** 2)[:2] == (1.0, 0.0)  # the model was right
     assert _extension(lambda s: 0.5 * (s - 8.0) ** 2 if s < 3 else 100.0)[0] == 2.0  # E rises again
+
+
+def test_a_watch_looks_at_each_iterate_once_and_stops_the_solve_where_it_says(monkeypatch):
+    """Newton.solve's watch sees every iterate the solve goes on from, once
+    each, the start first; one that never says stop changes nothing; one that
+    says stop at its third look ends the solve there: not converged, watched,
+    three iterations, the third iterate returned (replayed from a solve of the
+    compressing squares that took more than three)."""
+    from solver import newton
+    from solver.examples import compressing_squares
+
+    real, captured = newton.Newton.solve, []
+
+    def capturing(self, ip, x, fixed, budget, cs=None, **kw):
+        start_projected = self.start_projected
+        res = real(self, ip, x, fixed, budget, cs, **kw)
+        if res.iterations > 3 and not captured:
+            captured.append((self, start_projected, (ip, x, fixed, budget, cs), res))
+        return res
+
+    monkeypatch.setattr(newton.Newton, "solve", capturing)
+    sim = Simulation(compressing_squares(n_seg=2))
+    while not captured:
+        sim.step()
+    solver, start_projected, args, unwatched = captured[0]
+
+    def replay(stop_at):
+        looks = []
+
+        def watch(x):
+            looks.append(x)
+            return len(looks) == stop_at
+
+        solver.start_projected = start_projected
+        return real(solver, *args, watch=watch), looks
+
+    res, looks = replay(None)
+    assert res.converged and not res.watched and res.iterations == unwatched.iterations
+    np.testing.assert_array_equal(res.x, unwatched.x)
+    assert looks[0] is args[1] and res.iterations - 1 <= len(looks) <= res.iterations
+    assert all(not np.array_equal(a, b) for a, b in itertools.pairwise(looks))
+    stopped, stopped_looks = replay(3)
+    assert stopped.watched and not stopped.converged and stopped.iterations == 3
+    assert len(stopped_looks) == 3 and stopped.x is stopped_looks[2]
+    np.testing.assert_allclose(stopped.x, looks[2], rtol=0, atol=1e-12)
