@@ -14,7 +14,7 @@ import numpy as np
 
 from . import barrier
 from .broad_phase import candidates, edge_boxes, overlap_matrix, point_boxes
-from .distance import PP0, case_and_distance_sq, closest_point_parameter, point_edge_case
+from .distance import PL, PP0, PP1, case_and_distance_sq, closest_point_parameter, point_edge_case
 from .friction import LINEAR, FrictionSet, tangent_weights
 from .linsolve import sorted_unique
 
@@ -104,6 +104,48 @@ def build_contact_set(model, stencils, kappa, dhat, formulation):
         np.concatenate([coef, -scale * model.weight[a] * mult]),
         np.concatenate([pp, np.ones(len(a), bool)]),
     )
+
+
+def merged_point_point(X, case, idx, coef, pp):
+    """The stencils (X (n, 3, 2) gathered, case (n,), idx (n, 3), coef (n,),
+    pp (n,) bool: the convergent formulation's duplicates) with every group
+    whose distance is one point-point distance d(a, v) summed into one
+    stencil [a, v, v] (case PP0) of their summed coefficient: the point-edge
+    stencils in a point-point case and the duplicates subtracted for them.
+    The sum is the same function, but a PSD projection per stencil is not
+    linear: projected one by one, a stencil's B(d(a, v)) and the duplicate
+    that cancels it add the absolute values of both (the normal curvature
+    kept from one, the tangential from the other) where the exact sum is
+    zero (a point over a flat face near a joint of two edges).  Groups that
+    cancel are dropped.  Returns (X, case, idx, coef), the stencils in no
+    group first, in order."""
+    same = pp | (case != PL)  # distance d(a, v) with v = idx[:, 1] (PP0, duplicates) or idx[:, 2] (PP1)
+    rows = np.flatnonzero(same)
+    if len(rows) == 0:
+        return X, case, idx, coef
+    on_e1 = (case[rows] == PP1) & ~pp[rows]
+    v = np.where(on_e1, idx[rows, 2], idx[rows, 1])
+    key = idx[rows, 0].astype(np.int64) * (int(idx.max()) + 1) + v
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    start = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    total = np.add.reduceat(coef[rows][order], start)
+    first = order[start]
+    live = np.abs(total) > CANCELLED * np.abs(coef[rows]).max()
+    first, total = first[live], total[live]
+    point, vertex = rows[first], np.where(on_e1[first], 2, 1)
+    Xm = X[point[:, None], np.stack([np.zeros_like(vertex), vertex, vertex], 1)]
+    im = idx[point[:, None], np.stack([np.zeros_like(vertex), vertex, vertex], 1)]
+    rest = ~same
+    return (
+        np.concatenate([X[rest], Xm]),
+        np.concatenate([case[rest], np.full(len(point), PP0, case.dtype)]),
+        np.concatenate([idx[rest], im]),
+        np.concatenate([coef[rest], total]),
+    )
+
+
+CANCELLED = 1e-12  # merged coefficients below this share of the largest cancel (rounding)
 
 
 def pair_friction(model, cs, x, dhat, mollifier=LINEAR):

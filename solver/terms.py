@@ -38,6 +38,7 @@ import numpy as np
 
 from . import barrier, elasticity, friction
 from .assembly import Triplets, stencil_dofs
+from .contacts import merged_point_point
 from .fields import FieldDrag
 from .links import LinkDamping, LinkSprings
 
@@ -140,30 +141,33 @@ class PointEdgeBarrier:
         return barrier.pe_value(X, case, cs.coef, self.dhat, d2)
 
     def _active(self, x, cs):
-        """(X, case, act): the stencils' positions, cases and which are inside dhat."""
+        """(X, case, idx, coef) of the stencils inside dhat, each point-point
+        distance once (the convergent formulation's duplicates merged with the
+        stencils they cancel: :func:`~solver.contacts.merged_point_point`)."""
         X = cs.gather(x)
         case, d2 = cs.cases_and_distance_sq(X)
-        return X, case, d2 < self.dhat * self.dhat
+        act = d2 < self.dhat * self.dhat
+        idx, coef, pp = cs.idx, cs.coef, cs.pp
+        if not act.all():
+            X, case, idx, coef, pp = X[act], case[act], idx[act], coef[act], pp[act]
+        if pp.any():
+            return merged_point_point(X, case, idx, coef, pp)
+        return X, case, idx, coef
 
     def gradient(self, x, cs, T):
         if not len(cs):
             return
-        X, case, act = self._active(x, cs)
-        if act.any():
-            g = barrier.pe_gradient(X[act], case[act], cs.coef[act], self.dhat)
-            T.add_gradient_at(stencil_dofs(cs.idx[act]).ravel(), self.weight * g)
+        X, case, idx, coef = self._active(x, cs)
+        if len(idx):
+            g = barrier.pe_gradient(X, case, coef, self.dhat)
+            T.add_gradient_at(stencil_dofs(idx).ravel(), self.weight * g)
 
     def gradient_hessian(self, x, cs, T, project, majorize=None):
         if not len(cs):
             return
-        X, case, act = self._active(x, cs)
-        if not act.any():
+        X, case, idx, coef = self._active(x, cs)
+        if not len(idx):
             return
-        idx = cs.idx
-        if not act.all():
-            X, case, idx, coef = X[act], case[act], idx[act], cs.coef[act]
-        else:
-            coef = cs.coef
         w = self.weight
         found = T.deficit_sink(project)
         g, H = barrier.pe_gradient_hessian(X, case, coef, self.dhat, project, found)

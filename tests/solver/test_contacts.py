@@ -1,16 +1,22 @@
 """Contact sets from a model (solver/contacts.py): the convergent formulation's corner
-duplicate, and the pair and half-plane friction sets built from a scene's contacts."""
+duplicate and its merging with the point-point stencil it cancels, and the pair and
+half-plane friction sets built from a scene's contacts."""
 
 import math
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from invariants import assert_close_rel, contact_scene, fd_gradient, point_segment_distance
 from invariants import barrier_ref as _barrier_ref
 
 from solver import barrier, friction
-from solver.contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
+from solver.assembly import Triplets
+from solver.contacts import ContactSet, build_contact_set, candidate_stencils, pair_friction, plane_friction
+from solver.distance import PP0, distance_sq, point_edge_case
 from solver.model import build_model
+from solver.terms import PointEdgeBarrier
 
 
 def _weights_ref(model_edges, x, n):
@@ -126,3 +132,75 @@ def test_convergent_formulation_removes_the_duplicate_at_a_corner():
     assert single > 0
     assert np.isclose(energies["convergent"], single, rtol=1e-10)
     assert np.isclose(energies["original"], 2 * single, rtol=1e-10)
+
+
+def _assembled(stencils, coef, pp, x, dhat, project):
+    """(gradient (2N,), dense Hessian) of the point-edge barrier term on the
+    stencils (n, 3) with coefficients coef and duplicate flags pp at x (N, 2)."""
+    term = PointEdgeBarrier(dhat, 1.0)
+    T = Triplets(2 * len(x))
+    cs = ContactSet(np.asarray(stencils), np.asarray(coef, float), np.asarray(pp))
+    term.gradient_hessian(x, cs, T, project)
+    H = np.zeros((2 * len(x), 2 * len(x)))
+    if T.rows:
+        r, c, v = T.arrays()
+        np.add.at(H, (r, c), v)
+    return T.grad, H
+
+
+def test_a_duplicate_cancels_its_point_point_stencil_before_the_projection():
+    """A point over a flat face near the joint v of two collinear edges: the
+    convergent sum b(d(a, e1)) + b(d(a, e2)) - b(d(a, v)) is the point-line
+    term of e1 alone (e2's closest point is v).  Its projected Hessian must be
+    that term's: projected stencil by stencil, b(d(a, v)) and its duplicate
+    would add |their Hessian| (the normal curvature kept from one, the
+    tangential from the other) where the exact sum has nothing."""
+    dhat = 1e-3
+    x = np.array([[-0.2 * dhat, 0.5 * dhat], [-0.01, 0.0], [0.0, 0.0], [0.01, 0.0]])  # a, u, v, w
+    stencils, pp = [[0, 1, 2], [0, 2, 3], [0, 2, 2]], [False, False, True]
+    merged = _assembled(stencils, [1.0, 1.0, -1.0], pp, x, dhat, True)
+    alone = _assembled([[0, 1, 2]], [1.0], [False], x, dhat, True)
+    assert_close_rel(merged[0], alone[0], 1e-12, "gradient")
+    assert_close_rel(merged[1], alone[1], 1e-12, "projected Hessian")
+    # stencil by stencil, the projection would not give the lone term's matrix
+    X = x[np.array([[0, 2, 3], [0, 2, 2]])]
+    case = np.array([point_edge_case(X[:1])[0], PP0])
+    H = barrier.pe_gradient_hessian(X, case, np.array([1.0, -1.0]), dhat, True)[1]
+    assert np.abs(H.sum(axis=0)).max() > 1e-3 * np.abs(alone[1]).max()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.floats(-1.5, 1.5),
+    st.floats(0.05, 1.2),
+    st.floats(-0.5, 0.5),
+    st.floats(0.2, 3.0),
+    st.sampled_from([False, True]),
+)
+def test_merging_point_point_stencils_keeps_the_exact_gradient_and_hessian(along, height, bend, weight, flip):
+    """Around the joint v of two edges (bent by `bend`, listed either way round),
+    with the convergent formulation's duplicate: the merged stencils' gradient
+    and exact Hessian equal the stencils' one by one (the same function)."""
+    dhat = 1e-3
+    a = np.array([along * dhat, height * dhat])
+    u, v, w = np.array([-0.01, bend * 0.01]), np.zeros(2), np.array([0.01, 0.0])
+    x = np.array([a, u, v, w])
+    e1, e2 = ([1, 2], [2, 3]) if not flip else ([2, 1], [3, 2])
+    stencils = np.array([[0, *e1], [0, *e2], [0, 2, 2]])
+    coef, pp = np.array([weight, weight, -weight]), np.array([False, False, True])
+    X = x[stencils]
+    case = point_edge_case(X)
+    case[2] = PP0
+    inv = 1.0 / (dhat * dhat)
+    active = distance_sq(X, case) < dhat * dhat
+    assume(active.any())
+    merged = _assembled(stencils, coef, pp, x, dhat, False)
+    g, H = barrier.pe_gradient_hessian(X[active], case[active], coef[active], dhat, False)
+    T = Triplets(2 * len(x))
+    T.add_stencils(stencils[active], g, H)
+    r, c, vals = T.arrays()
+    ref = np.zeros((8, 8))
+    np.add.at(ref, (r, c), vals)
+    scale = np.abs(ref).max() + inv
+    assert np.abs(merged[0] - T.grad).max() <= 1e-10 * (np.abs(T.grad).max() + inv * dhat)
+    assert np.abs(merged[1] - ref).max() <= 1e-10 * scale
