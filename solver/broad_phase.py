@@ -34,11 +34,14 @@ def point_boxes(x0, x1, pad):
 def edge_boxes(x0, x1, edges):
     """Boxes of edges (E,2) moving from x0 to x1 (N,2): elementwise minima and
     maxima of the four end positions (a reduction over a stacked (E, 4, 2)
-    axis cost 0.65 ms on the pile's 3.2k edges, this a fifth)."""
-    a, b = x0[edges[:, 0]], x0[edges[:, 1]]
+    axis cost 0.65 ms on the pile's 3.2k edges, this a fifth).  The ends are
+    gathered by np.take from contiguous index arrays: x0[edges[:, 0]] copies
+    row by row (R1000's 32k edges: 4.8 ms a call, this 1.5 ms)."""
+    first, second = np.ascontiguousarray(edges.T)
+    a, b = np.take(x0, first, axis=0), np.take(x0, second, axis=0)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     if x1 is not x0:
-        a, b = x1[edges[:, 0]], x1[edges[:, 1]]
+        a, b = np.take(x1, first, axis=0), np.take(x1, second, axis=0)
         lo, hi = np.minimum(lo, np.minimum(a, b)), np.maximum(hi, np.maximum(a, b))
     return lo, hi
 
