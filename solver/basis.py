@@ -25,6 +25,8 @@ from functools import cached_property
 
 import numpy as np
 
+from .linsolve import RowSums
+
 # kappa_A >= RIGIDITY rho L^2 / h^2: the orthogonality energy is this many times
 # stiffer than the body's inertia against straining (see rigid_stiffness)
 RIGIDITY = 1e4
@@ -85,7 +87,14 @@ class AffineBasis:
 
     def reduce_gradient(self, g):
         """B^T g for a vertex-space vector g (2N,)."""
-        return np.bincount(self.slots.ravel(), (self.weights * g[:, None]).ravel(), self.n_q)
+        return self._transpose(g)
+
+    @cached_property
+    def _transpose(self):
+        """B^T as RowSums: each q DOF's sum over its vertex DOFs in their order
+        (the bincount over slots this replaced, to the bit, four times faster)."""
+        dofs = np.repeat(np.arange(len(self.slots)), 3)
+        return RowSums(self.slots.ravel(), dofs, self.weights.ravel(), self.n_q, len(self.slots))
 
     def expand(self, dq):
         """B dq as vertex positions (N, 2)."""
@@ -135,9 +144,14 @@ class AffineBasis:
         """(n_q,) bool: the q DOFs of fixed vertex DOFs (fixed_dof (2N,)); rigid
         bodies have no fixed vertex (validation)."""
         out = np.zeros(self.n_q, bool)
-        plain = ~self.rigid_dof
-        out[self.slots[plain, 0]] = fixed_dof[plain]
+        out[self.plain_q[self.plain_dofs]] = fixed_dof[self.plain_dofs]
         return out
+
+    @cached_property
+    def plain_dofs(self):
+        """The non-rigid vertex DOFs' ids (a mask's ids looked up at every
+        call cost R1000 1.5 ms a call of fixed)."""
+        return np.flatnonzero(~self.rigid_dof)
 
     def affine(self, x):
         """(R, 2, 2) each rigid body's A from its anchors' positions in x (N, 2),
