@@ -177,8 +177,7 @@ def _candidates(plo, phi, elo, ehi, cell, groups):
     else:
         pi, ei = _join_cells_apart(pbox, pkey, ebox, ekey, groups)
     # exact box overlap (one axis at a time), then de-duplicate (a pair can share several cells)
-    ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
-    ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])
+    ok = pairs_overlap(plo, phi, elo, ehi, pi, ei)
     pi, ei = pi[ok], ei[ok]
     key = sorted_unique(pi.astype(np.int64) * len(elo) + ei)
     return (key // len(elo)).astype(np.intp), (key % len(elo)).astype(np.intp)
@@ -274,8 +273,7 @@ class CandidateCache:
             self._reference = (*wide, *candidates(*wide, groups=groups))
             self._groups = groups
         pi, ei = self._reference[4], self._reference[5]
-        ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
-        ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])
+        ok = pairs_overlap(plo, phi, elo, ehi, pi, ei)
         if groups is not None and groups is not self._groups:
             ok &= groups.keep(pi, ei)
         self._found = np.count_nonzero(ok)
@@ -357,8 +355,7 @@ def _sweep(qlo, qhi, which, slo, shi, budget):
     qi, si = _expand_runs(which, lo, n, order)
     qi = np.concatenate([qi, np.repeat(which, len(wide))])
     si = np.concatenate([si, np.tile(wide, len(which))])
-    ok = (qlo[qi, 0] <= shi[si, 0]) & (slo[si, 0] <= qhi[qi, 0])
-    ok &= (qlo[qi, 1] <= shi[si, 1]) & (slo[si, 1] <= qhi[qi, 1])
+    ok = pairs_overlap(qlo, qhi, slo, shi, qi, si)
     return qi[ok], si[ok]
 
 
@@ -383,6 +380,17 @@ def _inside(boxes, reference):
     plo, phi, elo, ehi = boxes
     rplo, rphi, relo, rehi = reference
     return bool(np.all(plo >= rplo) and np.all(phi <= rphi) and np.all(elo >= relo) and np.all(ehi <= rehi))
+
+
+def pairs_overlap(alo, ahi, blo, bhi, ai, bi):
+    """(n,) bool: which pairs (ai, bi) of boxes a (lo/hi (A, 2)) and b (B, 2)
+    overlap, one axis at a time, on coordinates gathered by np.take (alo[ai, 0]
+    indexes element by element: twice the time on R1000's lists)."""
+    ok = np.ones(len(ai), bool)
+    for k in (0, 1):
+        ok &= np.take(alo[:, k], ai) <= np.take(bhi[:, k], bi)
+        ok &= np.take(blo[:, k], bi) <= np.take(ahi[:, k], ai)
+    return ok
 
 
 def overlap_matrix(plo, phi, elo, ehi):
