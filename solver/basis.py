@@ -25,7 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .linsolve import RowSums
+from .linsolve import RowSums, group_sums
 
 # kappa_A >= RIGIDITY rho L^2 / h^2: the orthogonality energy is this many times
 # stiffer than the body's inertia against straining (see rigid_stiffness)
@@ -335,7 +335,7 @@ class AffineBasis:
         # (k, i, l, j, m): H_kl w_a,i w_b,j, summed per pair of groups
         R = H.reshape(2, 1, 2, 1, m) * (wa[:, None, :] * wb[None, :, :])[None, :, None]
         n_p = len(pairs)
-        blocks = np.bincount((which + n_p * np.arange(36)[:, None]).ravel(), R.ravel(), 36 * n_p)
+        blocks = group_sums(which, n_p, R.reshape(36, m))
         # q DOF of (coordinate k, weight i) in a group: 3k + i on a rigid body, k on a vertex (i = 0)
         ga, gb = pairs // n_groups, pairs % n_groups
         la, va = self._kron_slots(ga)

@@ -344,6 +344,21 @@ class RowSums:
         return np.bincount(rows, vals * v[cols], self.n_rows)
 
 
+def group_sums(groups, n_groups, X):
+    """(k, n_groups): the columns of X (k, m) summed per group (groups (m,)),
+    each group's in their order: the sums of np.bincount((groups + n_groups
+    * arange(k)[:, None]).ravel(), X.ravel(), k * n_groups), to the bit.
+    With scipy by a product with the (n_groups, m) CSC matrix of ones at
+    (groups[j], j), which adds the columns in turn without sorting them
+    (R1000's stencil blocks, 36 x 18k: a third of bincount's instructions)."""
+    k, m = X.shape
+    if not HAVE_SCIPY or m == 0:
+        where = (groups + n_groups * np.arange(k)[:, None]).ravel()
+        return np.bincount(where, X.ravel(), k * n_groups).reshape(k, n_groups)
+    ones = _sp.csc_matrix((np.ones(m), groups, np.arange(m + 1)), shape=(n_groups, m))
+    return (ones @ X.T).T
+
+
 def _band_storage(positions, band, vals, n):
     """LAPACK upper band storage ab[band + i - j, j] (band + 1, n) of the
     triplets with values vals at band-storage positions (see

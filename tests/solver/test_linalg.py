@@ -319,3 +319,23 @@ def test_row_sums_match_bincount_to_the_bit(monkeypatch, scipy_path):
     finite = ~np.isnan(expected)
     np.testing.assert_array_equal(np.isnan(got), ~finite)
     assert np.array_equal(got[finite].view(np.int64), expected[finite].view(np.int64))  # bits, signed zeros
+
+
+@pytest.mark.parametrize("scipy_path", [True, False])
+def test_group_sums_match_bincount_to_the_bit(monkeypatch, scipy_path):
+    """group_sums adds each group's columns in their order, as the bincount
+    it stands for (the rigid stencils' reduction keeps its bits); groups
+    without columns give zeros."""
+    if scipy_path and not linalg.HAVE_SCIPY:
+        pytest.skip("scipy not importable")
+    monkeypatch.setattr(linalg, "HAVE_SCIPY", scipy_path)
+    rng = np.random.default_rng(4)
+    k, m, n_groups = 36, 3000, 50
+    groups = rng.integers(0, n_groups - 2, m)
+    X = rng.normal(size=(k, m)) * 10.0 ** rng.integers(-8, 8, (k, m))
+    got = linalg.group_sums(groups, n_groups, X)
+    where = (groups + n_groups * np.arange(k)[:, None]).ravel()
+    expected = np.bincount(where, X.ravel(), k * n_groups).reshape(k, n_groups)
+    assert got.shape == (k, n_groups) and np.all(expected[:, -2:] == 0.0)
+    assert np.array_equal(np.asarray(got).view(np.int64), expected.view(np.int64))
+    assert linalg.group_sums(groups[:0], n_groups, X[:, :0]).shape == (k, n_groups)
