@@ -34,11 +34,14 @@ def point_boxes(x0, x1, pad):
 def edge_boxes(x0, x1, edges):
     """Boxes of edges (E,2) moving from x0 to x1 (N,2): elementwise minima and
     maxima of the four end positions (a reduction over a stacked (E, 4, 2)
-    axis cost 0.65 ms on the pile's 3.2k edges, this a fifth)."""
-    a, b = x0[edges[:, 0]], x0[edges[:, 1]]
+    axis cost 0.65 ms on the pile's 3.2k edges, this a fifth).  The ends are
+    gathered by np.take from contiguous index arrays: x0[edges[:, 0]] copies
+    row by row (R1000's 32k edges: 4.8 ms a call, this 1.5 ms)."""
+    first, second = np.ascontiguousarray(edges.T)
+    a, b = np.take(x0, first, axis=0), np.take(x0, second, axis=0)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     if x1 is not x0:
-        a, b = x1[edges[:, 0]], x1[edges[:, 1]]
+        a, b = np.take(x1, first, axis=0), np.take(x1, second, axis=0)
         lo, hi = np.minimum(lo, np.minimum(a, b)), np.maximum(hi, np.maximum(a, b))
     return lo, hi
 
@@ -174,8 +177,7 @@ def _candidates(plo, phi, elo, ehi, cell, groups):
     else:
         pi, ei = _join_cells_apart(pbox, pkey, ebox, ekey, groups)
     # exact box overlap (one axis at a time), then de-duplicate (a pair can share several cells)
-    ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
-    ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])
+    ok = pairs_overlap(plo, phi, elo, ehi, pi, ei)
     pi, ei = pi[ok], ei[ok]
     key = sorted_unique(pi.astype(np.int64) * len(elo) + ei)
     return (key // len(elo)).astype(np.intp), (key % len(elo)).astype(np.intp)
@@ -271,8 +273,7 @@ class CandidateCache:
             self._reference = (*wide, *candidates(*wide, groups=groups))
             self._groups = groups
         pi, ei = self._reference[4], self._reference[5]
-        ok = (plo[pi, 0] <= ehi[ei, 0]) & (elo[ei, 0] <= phi[pi, 0])
-        ok &= (plo[pi, 1] <= ehi[ei, 1]) & (elo[ei, 1] <= phi[pi, 1])
+        ok = pairs_overlap(plo, phi, elo, ehi, pi, ei)
         if groups is not None and groups is not self._groups:
             ok &= groups.keep(pi, ei)
         self._found = np.count_nonzero(ok)
@@ -354,8 +355,7 @@ def _sweep(qlo, qhi, which, slo, shi, budget):
     qi, si = _expand_runs(which, lo, n, order)
     qi = np.concatenate([qi, np.repeat(which, len(wide))])
     si = np.concatenate([si, np.tile(wide, len(which))])
-    ok = (qlo[qi, 0] <= shi[si, 0]) & (slo[si, 0] <= qhi[qi, 0])
-    ok &= (qlo[qi, 1] <= shi[si, 1]) & (slo[si, 1] <= qhi[qi, 1])
+    ok = pairs_overlap(qlo, qhi, slo, shi, qi, si)
     return qi[ok], si[ok]
 
 
@@ -380,6 +380,17 @@ def _inside(boxes, reference):
     plo, phi, elo, ehi = boxes
     rplo, rphi, relo, rehi = reference
     return bool(np.all(plo >= rplo) and np.all(phi <= rphi) and np.all(elo >= relo) and np.all(ehi <= rehi))
+
+
+def pairs_overlap(alo, ahi, blo, bhi, ai, bi):
+    """(n,) bool: which pairs (ai, bi) of boxes a (lo/hi (A, 2)) and b (B, 2)
+    overlap, one axis at a time, on coordinates gathered by np.take (alo[ai, 0]
+    indexes element by element: twice the time on R1000's lists)."""
+    ok = np.ones(len(ai), bool)
+    for k in (0, 1):
+        ok &= np.take(alo[:, k], ai) <= np.take(bhi[:, k], bi)
+        ok &= np.take(blo[:, k], bi) <= np.take(ahi[:, k], ai)
+    return ok
 
 
 def overlap_matrix(plo, phi, elo, ehi):

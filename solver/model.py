@@ -128,14 +128,20 @@ class Model:
 
     def plane_distances(self, x):
         """(B, H) signed distance of each body boundary vertex hp_points at
-        x (N, 2) to each half-plane, from the points gathered once."""
-        return barrier.plane_distances(x[self.hp_points], self.plane_point, self.plane_normal)
+        x (N, 2) to each half-plane, from the points gathered once (np.take:
+        x[hp_points] copies row by row, twenty times slower on R1000's 32k)."""
+        return barrier.plane_distances(
+            np.take(x, self.hp_points, axis=0), self.plane_point, self.plane_normal
+        )
 
     def plane_motions(self, dx):
         """(B, H) motion dx (N, 2) of each boundary vertex hp_points along each
-        half-plane's normal (plane_distances' sum without the plane points)."""
-        dxh, n = dx[self.hp_points], self.plane_normal
-        return dxh[:, 0:1] * n[:, 0] + dxh[:, 1:2] * n[:, 1]
+        half-plane's normal (plane_distances' sum without the plane points),
+        plane by plane and transposed as there."""
+        dxh, n = np.take(dx, self.hp_points, axis=0), self.plane_normal
+        d = dxh[:, 0] * n[:, 0:1]
+        d += dxh[:, 1] * n[:, 1:2]
+        return d.T
 
     def plane_pairs_below(self, d, dist):
         """The (boundary vertex, plane) pairs of distances d (B, H) (plane_distances)

@@ -320,6 +320,45 @@ def woodbury_solve(factor, b, W, curvature, swept=False):
     return factor.back(y - Y @ t)
 
 
+class RowSums:
+    """v -> M v for a fixed sparse matrix M (n_rows, n_cols) given as entries
+    (rows, cols, vals), each row summed over its entries in their order: the
+    sums np.bincount(rows, vals * v[cols], n_rows) takes, to the bit.  With
+    scipy by its CSR product (rows sorted stably: each row's entries keep
+    their order; R1000's B^T g, 486k entries: 1.2 ms against 4.3), else by
+    that bincount."""
+
+    def __init__(self, rows, cols, vals, n_rows, n_cols):
+        self.n_rows = n_rows
+        if HAVE_SCIPY:
+            order = np.argsort(rows, kind="stable")
+            starts = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n_rows))])
+            self._csr = _sp.csr_matrix((vals[order], cols[order], starts), shape=(n_rows, n_cols))
+        else:  # pragma: no cover - exercised by hiding scipy in tests
+            self._csr, self._entries = None, (rows, cols, vals)
+
+    def __call__(self, v):
+        if self._csr is not None:
+            return self._csr @ v
+        rows, cols, vals = self._entries
+        return np.bincount(rows, vals * v[cols], self.n_rows)
+
+
+def group_sums(groups, n_groups, X):
+    """(k, n_groups): the columns of X (k, m) summed per group (groups (m,)),
+    each group's in their order: the sums of np.bincount((groups + n_groups
+    * arange(k)[:, None]).ravel(), X.ravel(), k * n_groups), to the bit.
+    With scipy by a product with the (n_groups, m) CSC matrix of ones at
+    (groups[j], j), which adds the columns in turn without sorting them
+    (R1000's stencil blocks, 36 x 18k: a third of bincount's instructions)."""
+    k, m = X.shape
+    if not HAVE_SCIPY or m == 0:
+        where = (groups + n_groups * np.arange(k)[:, None]).ravel()
+        return np.bincount(where, X.ravel(), k * n_groups).reshape(k, n_groups)
+    ones = _sp.csc_matrix((np.ones(m), groups, np.arange(m + 1)), shape=(n_groups, m))
+    return (ones @ X.T).T
+
+
 def _band_storage(positions, band, vals, n):
     """LAPACK upper band storage ab[band + i - j, j] (band + 1, n) of the
     triplets with values vals at band-storage positions (see

@@ -294,3 +294,48 @@ def test_woodbury_solve_matches_the_updated_matrix(method):
     x = linalg.woodbury_solve(F, b, W, c)
     np.testing.assert_allclose(x, np.linalg.solve(A + W @ np.diag(c) @ W.T, b), rtol=1e-9, atol=1e-12)
     assert np.array_equal(linalg.woodbury_solve(F, b, W[:, :0], c[:0]), F.solve(b))
+
+
+@pytest.mark.parametrize("scipy_path", [True, False])
+def test_row_sums_match_bincount_to_the_bit(monkeypatch, scipy_path):
+    """RowSums sums each row in its entries' order, as np.bincount does (its
+    callers keep their bits): duplicate entries, rows given out of order,
+    empty rows, zero weights on an infinite entry (NaN, as bincount's)."""
+    if scipy_path and not linalg.HAVE_SCIPY:
+        pytest.skip("scipy not importable")
+    monkeypatch.setattr(linalg, "HAVE_SCIPY", scipy_path)
+    rng = np.random.default_rng(3)
+    n_rows, n_cols, k = 40, 300, 5000
+    rows = rng.integers(0, n_rows - 3, k)  # the last rows stay empty
+    cols = rng.integers(0, n_cols, k)
+    vals = rng.normal(size=k) * 10.0 ** rng.integers(-8, 8, k)
+    vals[:7] = 0.0
+    v = rng.normal(size=n_cols) * 10.0 ** rng.integers(-8, 8, n_cols)
+    v[cols[0]] = np.inf
+    with np.errstate(invalid="ignore"):
+        got = linalg.RowSums(rows, cols, vals, n_rows, n_cols)(v)
+        expected = np.bincount(rows, vals * v[cols], n_rows)
+    assert np.isnan(expected[rows[0]]) and np.all(expected[-3:] == 0.0)
+    finite = ~np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(got), ~finite)
+    assert np.array_equal(got[finite].view(np.int64), expected[finite].view(np.int64))  # bits, signed zeros
+
+
+@pytest.mark.parametrize("scipy_path", [True, False])
+def test_group_sums_match_bincount_to_the_bit(monkeypatch, scipy_path):
+    """group_sums adds each group's columns in their order, as the bincount
+    it stands for (the rigid stencils' reduction keeps its bits); groups
+    without columns give zeros."""
+    if scipy_path and not linalg.HAVE_SCIPY:
+        pytest.skip("scipy not importable")
+    monkeypatch.setattr(linalg, "HAVE_SCIPY", scipy_path)
+    rng = np.random.default_rng(4)
+    k, m, n_groups = 36, 3000, 50
+    groups = rng.integers(0, n_groups - 2, m)
+    X = rng.normal(size=(k, m)) * 10.0 ** rng.integers(-8, 8, (k, m))
+    got = linalg.group_sums(groups, n_groups, X)
+    where = (groups + n_groups * np.arange(k)[:, None]).ravel()
+    expected = np.bincount(where, X.ravel(), k * n_groups).reshape(k, n_groups)
+    assert got.shape == (k, n_groups) and np.all(expected[:, -2:] == 0.0)
+    assert np.array_equal(np.asarray(got).view(np.int64), expected.view(np.int64))
+    assert linalg.group_sums(groups[:0], n_groups, X[:, :0]).shape == (k, n_groups)
