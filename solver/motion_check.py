@@ -62,20 +62,37 @@ class CrossingWatch:
 
     x0: np.ndarray
     stencils: np.ndarray
+    owners: np.ndarray  # (k, 2) each stencil's point and edge owners, sorted
 
     @classmethod
-    def of_bodies(cls, model, x0, stencils):
+    def of_bodies(cls, model, x0, stencils, pairs=None):
         """The watch of the stencils (k, 3) among bodies: a collider's iterates
         are pulled towards its target by penalty rounds, so that its crossings
         mid-solve come and go (stress scene 201: a crushed star and the ceiling
-        leading it, 35 iterates crossing, the end not)."""
-        return cls(x0, stencils[~model.is_collider[stencils].any(axis=1)])
+        leading it, 35 iterates crossing, the end not).  pairs (optional, (m, 2)
+        sorted owner pairs): only the stencils between those objects."""
+        owners = np.sort(first_crossing_owners(model, stencils), axis=1)
+        keep = ~model.is_collider[stencils].any(axis=1)
+        if pairs is not None:
+            keep &= (owners[:, None, :] == pairs[None, :, :]).all(axis=2).any(axis=1)
+        return cls(x0, stencils[keep], owners[keep])
+
+    def _crossing(self, x):
+        """(k,) bool: which watched stencils the straight motion x0 -> x crosses."""
+        st = self.stencils
+        return ccd.point_edge_crossings(self.x0[st], (x - self.x0)[st])
 
     def crosses(self, x) -> bool:
         """Whether the straight motion from x0 to Newton's iterate x (N, 2)
         crosses at a watched pair."""
-        st = self.stencils
-        return bool(len(st)) and bool(ccd.point_edge_crossings(self.x0[st], (x - self.x0)[st]).any())
+        return bool(len(self.stencils)) and bool(self._crossing(x).any())
+
+    def crossing_pairs(self, x):
+        """(m, 2) the sorted owner pairs of the watched stencils the straight
+        motion x0 -> x crosses (an iterate the watch stopped at)."""
+        if not len(self.stencils):
+            return self.owners
+        return np.unique(self.owners[self._crossing(x)], axis=0)
 
 
 def crossing_stencils(model, x0, x1, groups=None):

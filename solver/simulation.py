@@ -147,6 +147,7 @@ class _Solved:
     wall_time: float
     unknowns: int = 0  # Newton's free unknowns in the last solve (0: not solved, everything asleep)
     watched: bool = False  # stopped by its watch: an iterate's motion crossed (not converged)
+    stopping_pairs: np.ndarray | None = None  # watched: the owner pairs (k, 2) that crossed
 
     def merged(self, later):
         """The two halves of a split step as one: later's end, both efforts."""
@@ -333,15 +334,16 @@ class Simulation:
         self.link_active = self.link_active & ~broken
         return tuple(m.links.names[i] for i in np.flatnonzero(broken))
 
-    def _advance(self, h, t_next, depth, tally, failed=0):
+    def _advance(self, h, t_next, depth, tally, failed=0, pairs=None):
         """Move the state to time t_next (h after it): one solve, or two of h / 2
         when the solve's straight motion crosses or it did not converge
         (depth: halvings so far; failed: of them, those after a solve that
-        did not converge).  Returns (the solves' merged _Solved, the
-        end state's _Summary)."""
+        did not converge; pairs: the owner pairs whose crossing stopped the
+        watched solve this part halves, or None).  Returns (the solves'
+        merged _Solved, the end state's _Summary)."""
         rewind = (self.kappa, self.kappa_balanced, self._newton.start_projected)
-        watch = self._watches(depth, failed)
-        solved = self._solve(h, t_next, watch=watch)
+        watch = self._watches(depth, failed, pairs)
+        solved = self._solve(h, t_next, watch=watch, pairs=pairs)
         while (
             not solved.watched
             and self._sleep.enabled
@@ -351,7 +353,7 @@ class Simulation:
             tally.rejected_iters += solved.iters
             self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
             self._state_stencils = None  # the contacts among the woken bodies were not kept
-            solved = self._solve(h, t_next, again=True, watch=watch)
+            solved = self._solve(h, t_next, again=True, watch=watch, pairs=pairs)
         # (a watched solve stopped: its iterate's motion crossed, it is split, see _split)
         crossing = _NO_CROSSING if solved.watched else self._motion_crossings(solved.x_prev, solved.x)
         if self._split(solved, crossing, depth, failed):
@@ -361,7 +363,8 @@ class Simulation:
                 tally.failure_splits += 1
             tally.rejected_iters += solved.iters
             self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
-            return self._halves(h, t_next, depth, tally, failed + (not solved.converged))
+            stopped = solved.stopping_pairs if solved.watched else None
+            return self._halves(h, t_next, depth, tally, failed + (not solved.converged), stopped)
         tally.substeps += 1
         if len(crossing):
             tally.unresolved += 1
@@ -369,19 +372,25 @@ class Simulation:
             tally.first_unresolved = tally.first_unresolved or motion_check.describe(self.model, crossing)
         return solved, self._commit(solved, h, t_next)
 
-    def _halves(self, h, t_next, depth, tally, failed):
+    def _halves(self, h, t_next, depth, tally, failed, pairs=None):
         """The (sub)step of length h ending at t_next taken as two of h / 2 (see _advance)."""
-        first, _ = self._advance(0.5 * h, self.time + 0.5 * h, depth + 1, tally, failed)
-        second, summary = self._advance(0.5 * h, t_next, depth + 1, tally, failed)
+        first, _ = self._advance(0.5 * h, self.time + 0.5 * h, depth + 1, tally, failed, pairs)
+        second, summary = self._advance(0.5 * h, t_next, depth + 1, tally, failed, pairs)
         return first.merged(second), summary
 
-    def _watches(self, depth, failed):
+    def _watches(self, depth, failed, pairs=None):
         """Whether a (sub)step's solve is watched for a crossing (motion_check.CrossingWatch):
-        one that could still be split, in a step none of whose solves on its way failed or
-        was stopped by the watch (a failed part's end is kept or split for failing whatever
-        its crossings: watched, it would be split for them instead, past failed_splits)."""
+        one that could still be split, in a step none of whose solves on its way failed (a
+        failed part's end is kept or split for failing whatever its crossings: watched, it
+        would be split for them instead, past failed_splits).  A half of a solve the watch
+        stopped (pairs: the owner pairs whose crossing stopped it) is watched at those pairs
+        only, while failed_splits allows one more failed halving: in M500 the same pair
+        crosses again at each depth, and watched to the depth limit, crushes whose solves
+        fail were split down to it (docs/design/14-step-motion-check.md)."""
         s = self.settings.motion
-        return s.enabled and s.watch and depth < s.max_depth and failed == 0
+        if not (s.enabled and s.watch and depth < s.max_depth):
+            return False
+        return failed == 0 or (pairs is not None and failed < s.failed_splits)
 
     def _split(self, solved, crossing, depth, failed):
         """Whether a solve is taken again as two halves: its motion crosses or it
@@ -423,14 +432,15 @@ class Simulation:
             self.settings.newton,
         )
 
-    def _solve(self, h, t_next, again=False, watch=False):
+    def _solve(self, h, t_next, again=False, watch=False, pairs=None):
         """Newton's solution for a (sub)step of length h ending at t_next, from
         the current state, which it does not change (the barrier stiffness
         aside: balanced when contact first appears).  Returns a _Solved.
         again: the same (sub)step solved again after waking sleeping bodies.
         watch: its iterates are watched for a crossing at the pairs in contact
-        at the start (motion_check.CrossingWatch): the solve stops at the first
-        that crosses (_Solved.watched)."""
+        at the start (motion_check.CrossingWatch), only those between the owner
+        pairs (k, 2) pairs when given: the solve stops at the first that crosses
+        (_Solved.watched, and the pairs that crossed there: _Solved.stopping_pairs)."""
         t_start = _time.perf_counter()
         p = self.params
         # the model with this step's animated settings (the model itself when none are)
@@ -472,9 +482,9 @@ class Simulation:
             x, penalty = self._prescribed.first_round(x_prev, target)
             touching = self._touching_bodies(fric_cs)
             x, cs = self._start.guess(x, x_prev + h * self.v, x_tilde, touching)
-        watcher = None
+        watcher = crossing = None
         if watch:
-            crossing = motion_check.CrossingWatch.of_bodies(m, x_prev, fric_cs.idx[~fric_cs.pp])
+            crossing = motion_check.CrossingWatch.of_bodies(m, x_prev, fric_cs.idx[~fric_cs.pp], pairs)
             watcher = functools.partial(self._crosses, crossing)
         r = self._newton_rounds(h, consts, target, penalty, (x, cs), watcher)
         # r.x is Newton's last iterate, and r.contacts holds every pair within dhat of it
@@ -493,6 +503,7 @@ class Simulation:
             wall,
             unknowns,
             r.last.watched,
+            crossing.crossing_pairs(r.x) if r.last.watched else None,
         )
 
     def _crosses(self, watch, x):

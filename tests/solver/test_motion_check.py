@@ -20,7 +20,7 @@ from invariants import boundary_edges, grid_square, point_segment_distance, samp
 from test_ccd import contact_times
 
 from solver import Body, Collider, Material, Scene, SimParams, Simulation, ccd
-from solver.motion_check import MotionCheckSettings
+from solver.motion_check import CrossingWatch, MotionCheckSettings
 from solver.settings import SolverSettings
 
 STIFF = Material(E=1e6, nu=0.3, density=500.0, mu=0.2)
@@ -142,22 +142,64 @@ def test_a_solve_whose_iterate_crosses_is_split_before_it_converges():
     assert all(s.converged and s.motion_unresolved == 0 for s in watched_stats)
 
 
-def test_the_halves_of_a_watched_split_are_not_watched(monkeypatch):
-    """A stopped solve may not have converged, so its halves count it as failed:
-    unwatched, failed_splits bounds the step's solves as for a failed one."""
+def watched_solves(monkeypatch, settings=None):
+    """The slab landing's second step, split once by the watch: per solve of that
+    step, whether it was watched and the owner names of the pairs it watched
+    (None: every pair in contact at its start)."""
     watched = []
     solve = Simulation._solve
 
-    def recording(self, h, t_next, again=False, watch=False):
-        watched.append(watch)
-        return solve(self, h, t_next, again=again, watch=watch)
+    def recording(self, h, t_next, again=False, watch=False, pairs=None):
+        names = None if pairs is None else {tuple(self.model.names[i] for i in p) for p in pairs}
+        watched.append((watch, names))
+        return solve(self, h, t_next, again=again, watch=watch, pairs=pairs)
 
     monkeypatch.setattr(Simulation, "_solve", recording)
-    sim = Simulation(slab_body_scene())
+    sim = Simulation(slab_body_scene(), settings=settings)
     sim.step(0.0002)
     watched.clear()
     assert sim.step().motion_splits == 1
-    assert watched == [True, False, False]
+    return watched
+
+
+def test_the_halves_of_a_watched_split_watch_only_the_pair_that_stopped_it(monkeypatch):
+    """A stopped solve may not have converged, so its halves count it as failed
+    (failed_splits bounds the step's solves as for a failed one), and they watch
+    only the pair whose crossing stopped it."""
+    stopped = {("square", "slab")}
+    assert watched_solves(monkeypatch) == [(True, None), (True, stopped), (True, stopped)]
+
+
+def test_halves_are_watched_only_within_failed_splits(monkeypatch):
+    """With failed_splits = 1 the stop used the step's one halving for a failed
+    solve: its halves are not watched."""
+    settings = SolverSettings(motion=MotionCheckSettings(failed_splits=1))
+    assert [w for w, _ in watched_solves(monkeypatch, settings)] == [True, False, False]
+
+
+def test_a_watch_of_given_pairs_sees_only_their_crossings():
+    """Two point-edge stencils at the slab, from the square and from a second
+    square: a watch of every pair stops at either crossing and names its pair; a
+    watch of the square and the slab only does not stop at the other's."""
+    other = Body("other", *grid_square(0.1, 1, center=(0.5, 0.5)), STIFF)
+    scene = slab_body_scene()
+    sim = Simulation(dataclasses.replace(scene, bodies=(*scene.bodies, other)))
+    m, x0 = sim.model, sim.x.copy()
+    square, slab, second = (np.flatnonzero(m.owner == m.names.index(n)) for n in ("square", "slab", "other"))
+    edge = slab[:2]  # the slab's bottom edge, (-0.5, 0.1) to (0, 0.1)
+    stencils = np.array([[square[0], *edge], [second[0], *edge]])
+    x0[square[0]] = x0[second[0]] = (-0.25, 0.09)  # 1 cm below the edge
+    across = x0.copy()
+    across[second[0]] = (-0.25, 0.12)  # the second square's vertex passes through it
+    every = CrossingWatch.of_bodies(m, x0, stencils)
+    assert every.crosses(across)
+    assert [[m.names[i] for i in p] for p in every.crossing_pairs(across)] == [["slab", "other"]]
+    own = np.sort([[m.names.index("square"), m.names.index("slab")]], axis=1)
+    assert not CrossingWatch.of_bodies(m, x0, stencils, own).crosses(across)  # not watched
+    across[square[0]] = (-0.25, 0.12)
+    narrowed = CrossingWatch.of_bodies(m, x0, stencils, own)
+    assert narrowed.crosses(across)
+    assert np.array_equal(narrowed.crossing_pairs(across), own)
 
 
 def test_a_crossing_left_at_the_depth_limit_is_reported():
