@@ -164,8 +164,10 @@ class BasisUnknowns:
         if self.free_ids is not None or not isinstance(b, AffineBasis):
             return None
         dofs = 2 * idx[:, :, None] + np.arange(2)  # (s, k, 2)
-        slots = b.slots[dofs]  # (s, k, 2, 3)
-        slots = np.where(b.weights[dofs] != 0.0, slots, slots[..., :1])  # unused slots: the first
+        # np.take: indexing rows of 3 as b.slots[dofs] copies them one by one
+        slots = np.take(b.slots, dofs, axis=0)  # (s, k, 2, 3)
+        used = np.take(b.weights, dofs, axis=0) != 0.0
+        slots = np.where(used, slots, slots[..., :1])  # unused slots: the first
         return (slots // 2).reshape(len(idx), 6 * idx.shape[1])
 
     def deficit_product(self, T):
