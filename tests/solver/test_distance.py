@@ -117,7 +117,8 @@ def test_batched_mixed_cases_match_single_evaluation():
 def test_the_batched_formulas_are_the_per_point_vector_formulas_to_the_bit():
     """The kernels run on each coordinate's column; the same operations on
     (n, 2) point vectors (a = p - e0, e = e1 - e0, b = p - e1, r = a - t e)
-    give the same bits: d^2 of each case and the gradient 2 gamma (x) r."""
+    give the same bits: d^2 of each case, the gradient 2 gamma (x) r and the
+    Hessian (v, its PL term's vector, as (n, 6))."""
     from solver.distance import case_and_distance_sq, distance_sq_derivatives_closest
 
     rng = np.random.default_rng(3)
@@ -135,7 +136,17 @@ def test_the_batched_formulas_are_the_per_point_vector_formulas_to_the_bit():
     tc = np.where(case == PL, t, (case == PP1).astype(float))
     r = a - tc[:, None] * e
     gamma = np.stack([np.ones(len(X)), tc - 1.0, -tc], axis=1)
-    d2_again, g, _, _ = distance_sq_derivatives_closest(X, case)
+    d2_again, g, H, _ = distance_sq_derivatives_closest(X, case)
     line_d2 = c * c / np.where(case == PL, L, 1.0)
     np.testing.assert_array_equal(d2_again, np.where(case == PL, line_d2, (r * r).sum(axis=1)))
     np.testing.assert_array_equal(g, 2.0 * (gamma[:, :, None] * r[:, None, :]).reshape(-1, 6))
+    G2 = 2.0 * (gamma[:, :, None] * gamma[:, None, :])
+    H_ref = np.zeros((len(X), 3, 2, 3, 2))
+    H_ref[:, :, 0, :, 0] = H_ref[:, :, 1, :, 1] = G2
+    H_ref = H_ref.reshape(-1, 6, 6)
+    v = -2.0 * (gamma[:, :, None] * e[:, None, :]).reshape(-1, 6)
+    v[:, 2:4] += 2.0 * r
+    v[:, 4:6] -= 2.0 * r
+    line = case == PL
+    H_ref[line] -= ((0.5 / np.where(line, L, 1.0))[:, None, None] * (v[:, :, None] * v[:, None, :]))[line]
+    np.testing.assert_array_equal(H, H_ref)
