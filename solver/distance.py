@@ -15,17 +15,27 @@ Gradients are (n, 6) and Hessians (n, 6, 6) in the DOF order
 
 import numpy as np
 
-from .geometry import cross
-
 PP0, PP1, PL = 0, 1, 2
+
+
+def _coordinates(X):
+    """(px, py, e0x, e0y, e1x, e1y): the stencils' six coordinates, each (n,).
+    The maths runs on them, not on (n, 2) views such as X[:, 0]: numpy loops
+    over 2 numbers a row there (the same operations: the same bits)."""
+    return tuple(X.reshape(len(X), 6).T)
+
+
+def _edge_vectors(X):
+    """(ax, ay, ex, ey): a = p - e0, e = e1 - e0, by coordinate (n,)."""
+    px, py, e0x, e0y, e1x, e1y = _coordinates(X)
+    return px - e0x, py - e0y, e1x - e0x, e1y - e0y
 
 
 def edge_parameter(X):
     """Projection parameter of the point onto the edge line, (n,)."""
-    a = X[:, 0] - X[:, 1]
-    e = X[:, 2] - X[:, 1]
-    ee = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
-    return (a[:, 0] * e[:, 0] + a[:, 1] * e[:, 1]) / np.where(ee > 0, ee, 1.0)
+    ax, ay, ex, ey = _edge_vectors(X)
+    ee = ex * ex + ey * ey
+    return (ax * ex + ay * ey) / np.where(ee > 0, ee, 1.0)
 
 
 def point_edge_case(X):
@@ -39,29 +49,33 @@ def _case_of(t):
 
 def distance_sq(X, case):
     """Squared point-edge distance, (n,)."""
-    return _distance_sq(X[:, 0] - X[:, 1], X[:, 2] - X[:, 1], X[:, 0] - X[:, 2], case)
+    ax, ay, ex, ey = _edge_vectors(X)
+    return _distance_sq(X, (ax, ay, ex, ey), case)
 
 
-def _distance_sq(a, e, b, case, L=None):
-    """a = p - e0, e = e1 - e0, b = p - e1 (L = |e|^2 if known); PL as cross^2 / |e|^2."""
+def _distance_sq(X, edge, case, L=None):
+    """edge = (ax, ay, ex, ey) (:func:`_edge_vectors`), L = |e|^2 if known;
+    PL as cross^2 / |e|^2, the PP cases with b = p - e1."""
+    ax, ay, ex, ey = edge
+    px, py, _, _, e1x, e1y = _coordinates(X)
+    bx, by = px - e1x, py - e1y
     line = case == PL
-    c = cross(a, e)
+    c = ax * ey - ay * ex  # geometry.cross
     if L is None:
-        L = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
-    pp = np.where(case == PP1, b[:, 0] * b[:, 0] + b[:, 1] * b[:, 1], a[:, 0] * a[:, 0] + a[:, 1] * a[:, 1])
+        L = ex * ex + ey * ey
+    pp = np.where(case == PP1, bx * bx + by * by, ax * ax + ay * ay)
     return np.where(line, c * c / np.where(line, L, 1.0), pp)
 
 
 def case_and_distance_sq(X, forced_pp0=None):
     """(case (n,) int8, squared distance (n,)) sharing the edge vectors;
     forced_pp0: optional (n,) bool of stencils whose case is PP0 whatever t."""
-    a = X[:, 0] - X[:, 1]
-    e = X[:, 2] - X[:, 1]
-    ee = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
-    case = _case_of((a[:, 0] * e[:, 0] + a[:, 1] * e[:, 1]) / np.where(ee > 0, ee, 1.0))
+    ax, ay, ex, ey = edge = _edge_vectors(X)
+    ee = ex * ex + ey * ey
+    case = _case_of((ax * ex + ay * ey) / np.where(ee > 0, ee, 1.0))
     if forced_pp0 is not None:
         case[forced_pp0] = PP0
-    return case, _distance_sq(a, e, X[:, 0] - X[:, 2], case, ee)
+    return case, _distance_sq(X, edge, case, ee)
 
 
 def _closest(X, case):
@@ -70,25 +84,39 @@ def _closest(X, case):
     t is the closest-point parameter the case dictates (0 for PP0, 1 for PP1,
     the projection for PL), r = p - e0 - t e, gamma = [1, t - 1, -t] (n, 3).
     """
-    a = X[:, 0] - X[:, 1]
-    e = X[:, 2] - X[:, 1]
-    L = e[:, 0] * e[:, 0] + e[:, 1] * e[:, 1]
+    ax, ay, ex, ey = edge = _edge_vectors(X)
+    L = ex * ex + ey * ey
     line = case == PL
-    t = np.where(
-        line, (a[:, 0] * e[:, 0] + a[:, 1] * e[:, 1]) / np.where(line, L, 1.0), (case == PP1).astype(float)
-    )
-    r = a - t[:, None] * e
+    t = np.where(line, (ax * ex + ay * ey) / np.where(line, L, 1.0), (case == PP1).astype(float))
+    r = _pairs(ax - t * ex, ay - t * ey)
     gamma = np.empty((len(X), 3))
     gamma[:, 0] = 1.0
     np.subtract(t, 1.0, out=gamma[:, 1])
     np.negative(t, out=gamma[:, 2])
-    return a, e, L, line, r, gamma
+    return edge, L, line, r, gamma
+
+
+def _pairs(x, y):
+    """(n, 2) from its columns x, y (n,)."""
+    out = np.empty((len(x), 2))
+    out[:, 0], out[:, 1] = x, y
+    return out
+
+
+def _gradient(gamma, r):
+    """2 gamma (x) r, (n, 6), column by column (the same products as a broadcast)."""
+    g = np.empty((len(r), 6))
+    for k in range(3):
+        for c in range(2):
+            np.multiply(gamma[:, k], r[:, c], out=g[:, 2 * k + c])
+    g *= 2.0
+    return g
 
 
 def distance_sq_gradient(X, case):
     """Gradient of the squared distance, (n, 6): 2 gamma (x) r (see distance_sq_derivatives)."""
-    _, _, _, _, r, gamma = _closest(X, case)
-    return 2.0 * (gamma[:, :, None] * r[:, None, :]).reshape(len(X), 6)
+    _, _, _, r, gamma = _closest(X, case)
+    return _gradient(gamma, r)
 
 
 def distance_sq_hessian(X, case):
@@ -113,11 +141,13 @@ def distance_sq_derivatives_closest(X, case):
     """distance_sq_derivatives' (d2, g, H) and the parts they were made of,
     (gamma (n, 3), r (n, 2), e (n, 2), line (n,) bool): see there."""
     n = len(X)
-    a, e, L, line, r, gamma = _closest(X, case)
-    c = cross(a, e)
+    (ax, ay, ex, ey), L, line, r, gamma = _closest(X, case)
+    c = ax * ey - ay * ex  # geometry.cross
+    rx, ry = r[:, 0], r[:, 1]
     # PL: c^2 / L (no cancellation for a point far along a long edge)
-    d2 = np.where(line, c * c / np.where(line, L, 1.0), r[:, 0] * r[:, 0] + r[:, 1] * r[:, 1])
-    g = 2.0 * (gamma[:, :, None] * r[:, None, :]).reshape(n, 6)
+    d2 = np.where(line, c * c / np.where(line, L, 1.0), rx * rx + ry * ry)
+    g = _gradient(gamma, r)
+    e = _pairs(ex, ey)
     G2 = 2.0 * (gamma[:, :, None] * gamma[:, None, :])  # (n, 3, 3)
     H = np.zeros((n, 3, 2, 3, 2))
     H[:, :, 0, :, 0] = G2
@@ -131,11 +161,17 @@ def distance_sq_derivatives_closest(X, case):
 
 
 def _line_term(gamma, e, r, L):
-    """v v^T / (2 |e|^2), (m, 6, 6), of PL stencils (see distance_sq_derivatives)."""
-    v = -2.0 * (gamma[:, :, None] * e[:, None, :]).reshape(-1, 6)
-    v[:, 2:4] += 2.0 * r
-    v[:, 4:6] -= 2.0 * r
-    return (0.5 / L)[:, None, None] * (v[:, :, None] * v[:, None, :])
+    """v v^T / (2 |e|^2), (m, 6, 6), of PL stencils (see distance_sq_derivatives).
+    Made with the stencils innermost, (6, 6, m), and returned as an (m, 6, 6)
+    view: the same products as with v (m, 6), without loops over 6 numbers."""
+    vt = np.empty((6, len(L)))
+    for k in range(3):
+        for c in range(2):
+            np.multiply(gamma[:, k], e[:, c], out=vt[2 * k + c])
+    vt *= -2.0
+    vt[2:4] += 2.0 * r.T
+    vt[4:6] -= 2.0 * r.T
+    return ((0.5 / L) * (vt[:, None, :] * vt[None, :, :])).transpose(2, 0, 1)
 
 
 def closest_point_parameter(X, case):

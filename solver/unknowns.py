@@ -109,7 +109,17 @@ class BasisUnknowns:
         shape), from their rows of B only (each as :meth:`expand` computes it),
         looked up once for all the vectors read on them."""
         slots, weights = self._rows(dofs)
-        return lambda u: np.einsum("...j,...j->...", weights, self.q(u)[slots])
+        if slots.shape[-1] != 3:
+            return lambda u: np.einsum("...j,...j->...", weights, self.q(u)[slots])
+        # an affine basis' rows of 3, laid out per weight and summed as the einsum sums
+        # them ((0 + 2) + 1: the same bits), not over 3 numbers a row
+        s, w = np.moveaxis(slots, -1, 0).copy(), np.moveaxis(weights, -1, 0).copy()
+
+        def read(u):
+            q = self.q(u)
+            return (w[0] * np.take(q, s[0]) + w[2] * np.take(q, s[2])) + w[1] * np.take(q, s[1])
+
+        return read
 
     def reduce_rows(self, rows):
         """B^T of the vertex-space vector sum f w of rows (see
@@ -154,8 +164,10 @@ class BasisUnknowns:
         if self.free_ids is not None or not isinstance(b, AffineBasis):
             return None
         dofs = 2 * idx[:, :, None] + np.arange(2)  # (s, k, 2)
-        slots = b.slots[dofs]  # (s, k, 2, 3)
-        slots = np.where(b.weights[dofs] != 0.0, slots, slots[..., :1])  # unused slots: the first
+        # np.take: indexing rows of 3 as b.slots[dofs] copies them one by one
+        slots = np.take(b.slots, dofs, axis=0)  # (s, k, 2, 3)
+        used = np.take(b.weights, dofs, axis=0) != 0.0
+        slots = np.where(used, slots, slots[..., :1])  # unused slots: the first
         return (slots // 2).reshape(len(idx), 6 * idx.shape[1])
 
     def deficit_product(self, T):

@@ -112,3 +112,41 @@ def test_batched_mixed_cases_match_single_evaluation():
         d2k, gk, Hk = distance_sq_derivatives(X[k : k + 1], case[k : k + 1])
         assert d2[k] == d2k[0] and np.array_equal(g[k], gk[0]) and np.array_equal(H[k], Hk[0])
         assert abs(np.sqrt(d2[k]) - point_segment_distance(*X[k])) < 1e-12
+
+
+def test_the_batched_formulas_are_the_per_point_vector_formulas_to_the_bit():
+    """The kernels run on each coordinate's column; the same operations on
+    (n, 2) point vectors (a = p - e0, e = e1 - e0, b = p - e1, r = a - t e)
+    give the same bits: d^2 of each case, the gradient 2 gamma (x) r and the
+    Hessian (v, its PL term's vector, as (n, 6))."""
+    from solver.distance import case_and_distance_sq, distance_sq_derivatives_closest
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 3, 2)) * 10.0 ** rng.uniform(-3, 3, (500, 1, 1))
+    X[::7, 2] = X[::7, 1]  # degenerate edges
+    case, d2 = case_and_distance_sq(X)
+    a, e, b = X[:, 0] - X[:, 1], X[:, 2] - X[:, 1], X[:, 0] - X[:, 2]
+    L = (e * e).sum(axis=1)
+    t = (a * e).sum(axis=1) / np.where(L > 0, L, 1.0)
+    assert set(case) == {PP0, PP1, PL}
+    np.testing.assert_array_equal(case, np.where(t <= 0.0, PP0, np.where(t >= 1.0, PP1, PL)))
+    c = a[:, 0] * e[:, 1] - a[:, 1] * e[:, 0]
+    pp = np.where(case == PP1, (b * b).sum(axis=1), (a * a).sum(axis=1))
+    np.testing.assert_array_equal(d2, np.where(case == PL, c * c / np.where(case == PL, L, 1.0), pp))
+    tc = np.where(case == PL, t, (case == PP1).astype(float))
+    r = a - tc[:, None] * e
+    gamma = np.stack([np.ones(len(X)), tc - 1.0, -tc], axis=1)
+    d2_again, g, H, _ = distance_sq_derivatives_closest(X, case)
+    line_d2 = c * c / np.where(case == PL, L, 1.0)
+    np.testing.assert_array_equal(d2_again, np.where(case == PL, line_d2, (r * r).sum(axis=1)))
+    np.testing.assert_array_equal(g, 2.0 * (gamma[:, :, None] * r[:, None, :]).reshape(-1, 6))
+    G2 = 2.0 * (gamma[:, :, None] * gamma[:, None, :])
+    H_ref = np.zeros((len(X), 3, 2, 3, 2))
+    H_ref[:, :, 0, :, 0] = H_ref[:, :, 1, :, 1] = G2
+    H_ref = H_ref.reshape(-1, 6, 6)
+    v = -2.0 * (gamma[:, :, None] * e[:, None, :]).reshape(-1, 6)
+    v[:, 2:4] += 2.0 * r
+    v[:, 4:6] -= 2.0 * r
+    line = case == PL
+    H_ref[line] -= ((0.5 / np.where(line, L, 1.0))[:, None, None] * (v[:, :, None] * v[:, None, :]))[line]
+    np.testing.assert_array_equal(H, H_ref)

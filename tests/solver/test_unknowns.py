@@ -81,6 +81,25 @@ def test_a_woodbury_update_through_the_basis_solves_the_updated_reduced_system()
     np.testing.assert_allclose(u, np.linalg.solve(updated, Bd.T @ b), rtol=1e-9, atol=1e-12)
 
 
+def test_an_affine_gatherer_reads_the_expanded_step_to_the_bit():
+    """The rounds read B u on their DOFs from the DOFs' rows of an affine B,
+    summed in the order the einsum over each row (and expand) sums them: the
+    same bits as the einsum and as the whole expanded vector's entries."""
+    m = mixed_model()
+    basis = m.basis
+    unknowns = BasisUnknowns(basis, np.zeros(basis.n_q, bool), None)
+    rng = np.random.default_rng(11)
+    dofs = rng.integers(0, 2 * m.n, (40, 6))
+    read = unknowns.gatherer(dofs)
+    for _ in range(50):  # a summation order of its own would differ in some of them
+        u = rng.normal(size=basis.n_q) * 10.0 ** rng.uniform(-3, 3, basis.n_q)
+        got = read(u)
+        assert got.shape == dofs.shape
+        rows = np.einsum("...j,...j->...", basis.weights[dofs], u[basis.slots[dofs]])
+        np.testing.assert_array_equal(got, rows)
+        np.testing.assert_array_equal(got, unknowns.expand(u)[dofs])
+
+
 def test_vertex_stencils_name_the_q_pairs_a_stencil_couples():
     """A stencil's q pairs (the sparse Cholesky's vertices): a rigid vertex
     stands for all three pairs of its body, a plain one for its own."""
