@@ -101,8 +101,7 @@ class AffineBasis:
         summed as einsum("dj,dj->d") summed them ((0 + 2) + 1: the same bits),
         on the weights and slots laid out per weight (an einsum over rows of 3
         cost twice the instructions on R1000)."""
-        w, Q = self.weights_t, np.take(dq, self.slots_t)
-        return ((w[0] * Q[0] + w[2] * Q[2]) + w[1] * Q[1]).reshape(-1, 2)
+        return weighted_rows(self.weights_t, np.take(dq, self.slots_t)).reshape(-1, 2)
 
     @cached_property
     def slots_t(self):
@@ -407,6 +406,14 @@ class AffineBasis:
         qr = np.broadcast_to((self.group_first[a][:, None] + _LOCAL)[:, :, None], blocks.shape)
         qc = np.broadcast_to((self.group_first[b][:, None] + _LOCAL)[:, None, :], blocks.shape)
         return qr[valid], qc[valid], blocks[valid]
+
+
+def weighted_rows(w, Q):
+    """Per row of B, its 3 weights w (3, n) times its 3 q values Q (3, n),
+    summed in einsum("dj,dj->d")'s order ((0 + 2) + 1): the same bits as that
+    einsum over rows of 3, laid out per weight (the einsum loops over 3
+    numbers a row: twice the instructions on R1000)."""
+    return (w[0] * Q[0] + w[2] * Q[2]) + w[1] * Q[1]
 
 
 _LOCAL = np.arange(6)

@@ -134,8 +134,8 @@ def merged_point_point(X, case, idx, coef, pp):
     live = np.abs(total) > CANCELLED * np.abs(coef[rows]).max()
     first, total = first[live], total[live]
     point, vertex = rows[first], np.where(on_e1[first], 2, 1)
-    Xm = X[point[:, None], np.stack([np.zeros_like(vertex), vertex, vertex], 1)]
-    im = idx[point[:, None], np.stack([np.zeros_like(vertex), vertex, vertex], 1)]
+    at = (point[:, None], np.stack([np.zeros_like(vertex), vertex, vertex], 1))  # [a, v, v]
+    Xm, im = X[at], idx[at]
     rest = ~same
     return (
         np.concatenate([X[rest], Xm]),

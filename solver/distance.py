@@ -103,12 +103,19 @@ def _pairs(x, y):
     return out
 
 
-def _gradient(gamma, r):
-    """2 gamma (x) r, (n, 6), column by column (the same products as a broadcast)."""
-    g = np.empty((len(r), 6))
+def _kron_into(gamma, v, out):
+    """out[2k + c] = gamma[:, k] v[:, c] for gamma (n, 3), v (n, 2): the six
+    columns of gamma (x) v into out (6 writable (n,) arrays), one product
+    each (the same products as a broadcast, without loops over 6 numbers)."""
     for k in range(3):
         for c in range(2):
-            np.multiply(gamma[:, k], r[:, c], out=g[:, 2 * k + c])
+            np.multiply(gamma[:, k], v[:, c], out=out[2 * k + c])
+
+
+def _gradient(gamma, r):
+    """2 gamma (x) r, (n, 6), column by column."""
+    g = np.empty((len(r), 6))
+    _kron_into(gamma, r, g.T)
     g *= 2.0
     return g
 
@@ -165,9 +172,7 @@ def _line_term(gamma, e, r, L):
     Made with the stencils innermost, (6, 6, m), and returned as an (m, 6, 6)
     view: the same products as with v (m, 6), without loops over 6 numbers."""
     vt = np.empty((6, len(L)))
-    for k in range(3):
-        for c in range(2):
-            np.multiply(gamma[:, k], e[:, c], out=vt[2 * k + c])
+    _kron_into(gamma, e, vt)
     vt *= -2.0
     vt[2:4] += 2.0 * r.T
     vt[4:6] -= 2.0 * r.T

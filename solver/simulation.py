@@ -398,8 +398,9 @@ class Simulation:
         after failed_splits such halvings on its way is kept (halving did not help).
         A solve its watch stopped is split (an iterate's motion crosses already:
         split now, not after converging); whether it would have converged is
-        unknown, so its halves count it as failed: they are not watched, and
-        failed_splits bounds the step's solves as for a failed one."""
+        unknown, so its halves count it as failed: failed_splits bounds the
+        step's solves as for a failed one, and they are watched at the stopping
+        pairs only while it allows another failed halving (:meth:`_watches`)."""
         s = self.settings.motion
         if depth >= s.max_depth:
             return False

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .basis import AffineBasis
+from .basis import AffineBasis, weighted_rows
 
 
 @dataclass(frozen=True)
@@ -111,15 +111,9 @@ class BasisUnknowns:
         slots, weights = self._rows(dofs)
         if slots.shape[-1] != 3:
             return lambda u: np.einsum("...j,...j->...", weights, self.q(u)[slots])
-        # an affine basis' rows of 3, laid out per weight and summed as the einsum sums
-        # them ((0 + 2) + 1: the same bits), not over 3 numbers a row
+        # an affine basis' rows of 3, laid out per weight, summed as expand sums them
         s, w = np.moveaxis(slots, -1, 0).copy(), np.moveaxis(weights, -1, 0).copy()
-
-        def read(u):
-            q = self.q(u)
-            return (w[0] * np.take(q, s[0]) + w[2] * np.take(q, s[2])) + w[1] * np.take(q, s[1])
-
-        return read
+        return lambda u: weighted_rows(w, np.take(self.q(u), s))
 
     def reduce_rows(self, rows):
         """B^T of the vertex-space vector sum f w of rows (see
