@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import time as _time
@@ -190,6 +191,12 @@ class _MotionTally:
     unresolved_depth: int = 0  # the deepest halving among the unresolved substeps
     rejected_iters: int = 0  # Newton iterations of the solves split afterwards
 
+    def restart(self, earlier, rejected_iters):
+        """Back to the counts of earlier (a copy), with rejected_iters (a step taken again)."""
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(earlier, f.name))
+        self.rejected_iters = rejected_iters
+
 
 class Simulation:
     """Incremental simulation of a :class:`~solver.scene.Scene`.
@@ -334,13 +341,17 @@ class Simulation:
         self.link_active = self.link_active & ~broken
         return tuple(m.links.names[i] for i in np.flatnonzero(broken))
 
-    def _advance(self, h, t_next, depth, tally, failed=0, pairs=None):
+    def _advance(self, h, t_next, depth, tally, failed=0, pairs=None, split_to=0):
         """Move the state to time t_next (h after it): one solve, or two of h / 2
         when the solve's straight motion crosses or it did not converge
         (depth: halvings so far; failed: of them, those after a solve that
         did not converge; pairs: the owner pairs whose crossing stopped the
-        watched solve this part halves, or None).  Returns (the solves'
+        watched solve this part halves, or None; split_to: parts above this
+        depth are halved unsolved, see _in_parts).  Returns (the solves'
         merged _Solved, the end state's _Summary)."""
+        if depth < split_to:  # the step in fewer parts crossed as a whole (_in_parts)
+            tally.splits += 1
+            return self._halves(h, t_next, depth, tally, failed, pairs, split_to)
         rewind = (self.kappa, self.kappa_balanced, self._newton.start_projected)
         watch = self._watches(depth, failed, pairs)
         solved = self._solve(h, t_next, watch=watch, pairs=pairs)
@@ -364,7 +375,10 @@ class Simulation:
             tally.rejected_iters += solved.iters
             self.kappa, self.kappa_balanced, self._newton.start_projected = rewind
             stopped = solved.stopping_pairs if solved.watched else None
-            return self._halves(h, t_next, depth, tally, failed + (not solved.converged), stopped)
+            failed += not solved.converged
+            if depth == 0:
+                return self._in_parts(h, t_next, tally, failed, stopped)
+            return self._halves(h, t_next, depth, tally, failed, stopped, split_to)
         tally.substeps += 1
         if len(crossing):
             tally.unresolved += 1
@@ -372,11 +386,53 @@ class Simulation:
             tally.first_unresolved = tally.first_unresolved or motion_check.describe(self.model, crossing)
         return solved, self._commit(solved, h, t_next)
 
-    def _halves(self, h, t_next, depth, tally, failed, pairs=None):
+    def _halves(self, h, t_next, depth, tally, failed, pairs=None, split_to=0):
         """The (sub)step of length h ending at t_next taken as two of h / 2 (see _advance)."""
-        first, _ = self._advance(0.5 * h, self.time + 0.5 * h, depth + 1, tally, failed, pairs)
-        second, summary = self._advance(0.5 * h, t_next, depth + 1, tally, failed, pairs)
+        first, _ = self._advance(0.5 * h, self.time + 0.5 * h, depth + 1, tally, failed, pairs, split_to)
+        second, summary = self._advance(0.5 * h, t_next, depth + 1, tally, failed, pairs, split_to)
         return first.merged(second), summary
+
+    def _in_parts(self, h, t_next, tally, failed, pairs):
+        """The step of length h, whose solve was rejected (_split), taken in halves;
+        then its own straight motion, the one the frames show, checked too: parts
+        whose motions are each clear can cross together (a block falling onto a
+        thin wall's end rounds it in the first half, and the step's motion cuts
+        the wall's corner).  If it crosses, the step is taken again from its start
+        in quarters, eighths ... (every part above that depth halved unsolved,
+        then as _advance goes), down to max_depth: the last is kept, its crossing
+        reported.  A step in which a solve failed is not taken again
+        (failed_splits bounds its cost): its crossing is reported
+        (docs/design/14-step-motion-check.md)."""
+        x0, start, counts = self.x, self._part_start(), dataclasses.replace(tally)
+        split_to, deepest = 1, self.settings.motion.max_depth
+        solved, summary = self._halves(h, t_next, 0, tally, failed, pairs, split_to)
+        crossing = self._motion_crossings(x0, self.x)
+        while len(crossing) and split_to < deepest and solved.converged and not tally.failure_splits:
+            split_to += 1  # the step again from its start in shorter parts; what it did is rejected
+            self._restart_part(start)
+            tally.restart(counts, tally.rejected_iters + solved.iters)
+            solved, summary = self._halves(h, t_next, 0, tally, failed, pairs, split_to)
+            crossing = self._motion_crossings(x0, self.x)
+        if len(crossing):
+            tally.unresolved += 1
+            tally.unresolved_depth = max(tally.unresolved_depth, split_to)
+            tally.first_unresolved = tally.first_unresolved or motion_check.describe(self.model, crossing)
+        return solved, summary
+
+    def _part_start(self):
+        """What the parts of a step change of the state at its start (_in_parts)."""
+        names = ("x", "v", "time", "kappa", "kappa_balanced", "_link_step_start", "_state_stencils")
+        names += ("_state_touching", "_end_contacts", "_step_force", "_sleep_report")
+        state = {name: getattr(self, name) for name in names}  # (replaced by a step, not changed)
+        sleep = copy.deepcopy(self._sleep) if self._sleep.enabled else None  # (changed in place)
+        return state, self._newton.start_projected, sleep
+
+    def _restart_part(self, start):
+        """Back to the state _part_start took."""
+        state, self._newton.start_projected, sleep = start
+        self.__dict__.update(state)
+        if sleep is not None:
+            self._sleep = copy.deepcopy(sleep)  # (it may be taken again)
 
     def _watches(self, depth, failed, pairs=None):
         """Whether a (sub)step's solve is watched for a crossing (motion_check.CrossingWatch):
