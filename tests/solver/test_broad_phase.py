@@ -246,3 +246,58 @@ def test_what_stands_still_is_left_out_but_its_pairs_with_what_moves(moving_shar
         }
         assert set(zip(pi.tolist(), ei.tolist(), strict=True)) == want
         assert np.all(np.diff(pi * n + ei) > 0)
+
+
+def _chains(rng, n_chains=100, length=30):
+    """Points of closed chains (a pile's bodies: short edges, one group each), edges, groups."""
+    n = n_chains * length
+    steps = rng.normal(scale=0.1, size=(n_chains, length, 2))
+    x = (rng.uniform(0, 12, (n_chains, 1, 2)) + np.cumsum(steps, 1)).reshape(-1, 2)
+    nxt = np.arange(n) + 1
+    nxt[length - 1 :: length] -= length
+    return x, np.column_stack([np.arange(n), nxt]), np.arange(n) // length
+
+
+@pytest.mark.parametrize("apart_share", [1.0, 0.5])
+def test_the_grid_leaves_out_only_entries_that_pair_with_nothing(apart_share):
+    """_mixed_entries: the entries of an apart group in cells where the other
+    kind's entries are all its own are left out before the join, and the join
+    finds the same pairs (most entries of a pile of bodies are such)."""
+    from solver.broad_phase import Groups, _cell_size, _join_cells_apart, _mixed_entries, _rasterise
+
+    rng = np.random.default_rng(2)
+    x, edges, group = _chains(rng)
+    groups = Groups(group, group[edges[:, 0]], rng.random(100) < apart_share)
+    plo, phi = point_boxes(x, x, 0.05)
+    elo, ehi = edge_boxes(x, x, edges)
+    cell = _cell_size(plo, phi, elo, ehi)
+    origin = np.minimum(plo.min(axis=0), elo.min(axis=0))
+    pbox, pcx, pcy = _rasterise(plo, phi, cell, origin)
+    ebox, ecx, ecy = _rasterise(elo, ehi, cell, origin)
+    rows = int(max(pcy.max(), ecy.max())) + 1
+    n_cells = (int(max(pcx.max(), ecx.max())) + 1) * rows
+    pkey, ekey = pcx * rows + pcy, ecx * rows + ecy
+    p_in, e_in = _mixed_entries(pbox, pkey, ebox, ekey, groups, n_cells)
+    every = _join_cells_apart(pbox, pkey, ebox, ekey, groups)
+    kept = _join_cells_apart(pbox[p_in], pkey[p_in], ebox[e_in], ekey[e_in], groups)
+    assert set(zip(*every, strict=True)) == set(zip(*kept, strict=True))
+    if apart_share == 1.0:
+        assert p_in.mean() < 0.5 and e_in.mean() < 0.5
+    pi, ei = candidates(plo, phi, elo, ehi, groups=groups)
+    bi, bj = broad_phase.candidates_brute_force(plo, phi, elo, ehi)  # (the dense oracle: 9M box tests)
+    keep = groups.keep(bi, bj)
+    want = set(zip(bi[keep].tolist(), bj[keep].tolist(), strict=True))
+    assert set(zip(pi.tolist(), ei.tolist(), strict=True)) == want
+
+
+def test_cell_group_is_the_one_group_of_a_cell():
+    from solver.broad_phase import _cell_group
+
+    rng = np.random.default_rng(4)
+    key = rng.integers(0, 50, 400)
+    group = np.where(key % 3 == 0, key // 3, rng.integers(0, 1000, 400))  # a third of the cells one group
+    n, one = _cell_group(key, group, 60)
+    for c in range(60):
+        g = group[key == c]
+        assert n[c] == len(g)
+        assert one[c] == (g[0] if len(g) and np.all(g == g[0]) else -1)
