@@ -307,8 +307,9 @@ class CandidateCache:
         ref = self._reference
         fresh = ref is None or not _covers(self._groups, groups)
         if not fresh and not _inside(boxes, ref[:4]):
-            # (a list kept from wide margins, a step's first search, costs more per query than a search)
-            fresh = len(ref[4]) > PARTIAL_KEPT * self._found or not self._update(boxes, margins)
+            # a list kept from wide margins (a step's first search) costs more per query than
+            # a search: its reference boxes shrink to the query's (with margins) too
+            fresh = not self._update(boxes, margins, len(ref[4]) > PARTIAL_KEPT * self._found)
         if fresh:
             pm, em = margins
             wide = (plo - pm, phi + pm, elo - em, ehi + em)
@@ -321,12 +322,16 @@ class CandidateCache:
         self._found = np.count_nonzero(ok)
         return pi[ok], ei[ok]
 
-    def _update(self, boxes, margins):
+    def _update(self, boxes, margins, shrink=False):
         """Give the boxes that left their reference ones new ones (inflated by
         margins) and replace their pairs by a search of them alone; False
         (nothing changed) when the counts differ or more than PARTIAL_SHARE of
         the boxes left, or the search would take more than PARTIAL_TESTS box
-        tests per box."""
+        tests per box.  shrink: every other reference box shrinks to its
+        overlap with the query's box inflated by margins (it still holds the
+        query's box), and the kept pairs to those whose shrunk boxes overlap:
+        a subset of the kept ones, so the list is still every pair of
+        overlapping reference boxes."""
         rplo, rphi, relo, rehi, pi, ei = self._reference
         plo, phi, elo, ehi = boxes
         if len(plo) != len(rplo) or len(elo) != len(relo):
@@ -335,6 +340,9 @@ class CandidateCache:
         if np.count_nonzero(p_out) + np.count_nonzero(e_out) > PARTIAL_SHARE * (len(plo) + len(elo)):
             return False
         pm, em = margins
+        if shrink:
+            rplo, rphi = np.maximum(rplo, plo - pm), np.minimum(rphi, phi + pm)
+            relo, rehi = np.maximum(relo, elo - em), np.minimum(rehi, ehi + em)
         rplo, rphi = _replaced(rplo, plo - pm, p_out), _replaced(rphi, phi + pm, p_out)
         relo, rehi = _replaced(relo, elo - em, e_out), _replaced(rehi, ehi + em, e_out)
         budget = PARTIAL_TESTS * (len(plo) + len(elo))
@@ -349,6 +357,8 @@ class CandidateCache:
             ok = self._groups.keep(new_p, new_e)
             new_p, new_e = new_p[ok], new_e[ok]
         stay = ~(p_out[pi] | e_out[ei])
+        if shrink:
+            stay &= pairs_overlap(rplo, rphi, relo, rehi, pi, ei)
         n_e = len(elo)
         key = np.sort(
             np.concatenate([pi[stay].astype(np.int64) * n_e + ei[stay], new_p.astype(np.int64) * n_e + new_e])

@@ -301,3 +301,33 @@ def test_cell_group_is_the_one_group_of_a_cell():
         g = group[key == c]
         assert n[c] == len(g)
         assert one[c] == (g[0] if len(g) and np.all(g == g[0]) else -1)
+
+
+def test_a_long_kept_list_shrinks_when_a_few_boxes_leave(monkeypatch):
+    """A list kept from wide margins (a step's first search) and a later query
+    with a few boxes outside theirs: no full search, the reference boxes shrink
+    to the query's (with its margins), the list with them, and the answers are
+    still the full search's, in its order."""
+    from solver.broad_phase import CandidateCache, Groups
+
+    rng = np.random.default_rng(6)
+    x, edges, group = _chains(rng)
+    groups = Groups(group, group[edges[:, 0]], np.ones(100, bool))
+    full = []
+    monkeypatch.setattr(broad_phase, "candidates", lambda *a, **k: full.append(1) or candidates(*a, **k))
+    cache = CandidateCache()
+    lengths = []
+    for wide, share in ((0.3, 0.0), (0.02, 0.0), (0.02, 0.005), (0.02, 0.0)):
+        x1 = x.copy()
+        far = rng.random(len(x)) < share
+        x1[far] += rng.normal(scale=0.5, size=(int(far.sum()), 2))
+        plo, phi = point_boxes(x, x1, 0.02)
+        elo, ehi = edge_boxes(x, x1, edges)
+        got = cache.pairs(plo, phi, elo, ehi, (wide, wide), groups)
+        want = candidates(plo, phi, elo, ehi, groups=groups)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+        lengths.append(len(cache._reference[4]))
+        x = x1
+    assert len(full) == 1  # the first query only
+    assert lengths[2] < lengths[1] / 3  # the wide list shrank at the third
