@@ -246,3 +246,88 @@ def test_what_stands_still_is_left_out_but_its_pairs_with_what_moves(moving_shar
         }
         assert set(zip(pi.tolist(), ei.tolist(), strict=True)) == want
         assert np.all(np.diff(pi * n + ei) > 0)
+
+
+def _chains(rng, n_chains=100, length=30):
+    """Points of closed chains (a pile's bodies: short edges, one group each), edges, groups."""
+    n = n_chains * length
+    steps = rng.normal(scale=0.1, size=(n_chains, length, 2))
+    x = (rng.uniform(0, 12, (n_chains, 1, 2)) + np.cumsum(steps, 1)).reshape(-1, 2)
+    nxt = np.arange(n) + 1
+    nxt[length - 1 :: length] -= length
+    return x, np.column_stack([np.arange(n), nxt]), np.arange(n) // length
+
+
+@pytest.mark.parametrize("apart_share", [1.0, 0.5])
+def test_the_grid_leaves_out_only_entries_that_pair_with_nothing(apart_share):
+    """_mixed_entries: the entries of an apart group in cells where the other
+    kind's entries are all its own are left out before the join, and the join
+    finds the same pairs (most entries of a pile of bodies are such)."""
+    from solver.broad_phase import Groups, _cell_size, _join_cells_apart, _mixed_entries, _rasterise
+
+    rng = np.random.default_rng(2)
+    x, edges, group = _chains(rng)
+    groups = Groups(group, group[edges[:, 0]], rng.random(100) < apart_share)
+    plo, phi = point_boxes(x, x, 0.05)
+    elo, ehi = edge_boxes(x, x, edges)
+    cell = _cell_size(plo, phi, elo, ehi)
+    origin = np.minimum(plo.min(axis=0), elo.min(axis=0))
+    pbox, pcx, pcy = _rasterise(plo, phi, cell, origin)
+    ebox, ecx, ecy = _rasterise(elo, ehi, cell, origin)
+    rows = int(max(pcy.max(), ecy.max())) + 1
+    n_cells = (int(max(pcx.max(), ecx.max())) + 1) * rows
+    pkey, ekey = pcx * rows + pcy, ecx * rows + ecy
+    p_in, e_in = _mixed_entries(pbox, pkey, ebox, ekey, groups, n_cells)
+    every = _join_cells_apart(pbox, pkey, ebox, ekey, groups)
+    kept = _join_cells_apart(pbox[p_in], pkey[p_in], ebox[e_in], ekey[e_in], groups)
+    assert set(zip(*every, strict=True)) == set(zip(*kept, strict=True))
+    if apart_share == 1.0:
+        assert p_in.mean() < 0.5 and e_in.mean() < 0.5
+    pi, ei = candidates(plo, phi, elo, ehi, groups=groups)
+    bi, bj = broad_phase.candidates_brute_force(plo, phi, elo, ehi)  # (the dense oracle: 9M box tests)
+    keep = groups.keep(bi, bj)
+    want = set(zip(bi[keep].tolist(), bj[keep].tolist(), strict=True))
+    assert set(zip(pi.tolist(), ei.tolist(), strict=True)) == want
+
+
+def test_cell_group_is_the_one_group_of_a_cell():
+    from solver.broad_phase import _cell_group
+
+    rng = np.random.default_rng(4)
+    key = rng.integers(0, 50, 400)
+    group = np.where(key % 3 == 0, key // 3, rng.integers(0, 1000, 400))  # a third of the cells one group
+    n, one = _cell_group(key, group, 60)
+    for c in range(60):
+        g = group[key == c]
+        assert n[c] == len(g)
+        assert one[c] == (g[0] if len(g) and np.all(g == g[0]) else -1)
+
+
+def test_a_long_kept_list_shrinks_when_a_few_boxes_leave(monkeypatch):
+    """A list kept from wide margins (a step's first search) and a later query
+    with a few boxes outside theirs: no full search, the reference boxes shrink
+    to the query's (with its margins), the list with them, and the answers are
+    still the full search's, in its order."""
+    from solver.broad_phase import CandidateCache, Groups
+
+    rng = np.random.default_rng(6)
+    x, edges, group = _chains(rng)
+    groups = Groups(group, group[edges[:, 0]], np.ones(100, bool))
+    full = []
+    monkeypatch.setattr(broad_phase, "candidates", lambda *a, **k: full.append(1) or candidates(*a, **k))
+    cache = CandidateCache()
+    lengths = []
+    for wide, share in ((0.3, 0.0), (0.02, 0.0), (0.02, 0.005), (0.02, 0.0)):
+        x1 = x.copy()
+        far = rng.random(len(x)) < share
+        x1[far] += rng.normal(scale=0.5, size=(int(far.sum()), 2))
+        plo, phi = point_boxes(x, x1, 0.02)
+        elo, ehi = edge_boxes(x, x1, edges)
+        got = cache.pairs(plo, phi, elo, ehi, (wide, wide), groups)
+        want = candidates(plo, phi, elo, ehi, groups=groups)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+        lengths.append(len(cache._reference[4]))
+        x = x1
+    assert len(full) == 1  # the first query only
+    assert lengths[2] < lengths[1] / 3  # the wide list shrank at the third
