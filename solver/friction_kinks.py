@@ -75,23 +75,23 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
     Returns the step on the factorization's unknowns (see :class:`NewtonStep`;
     ``newton.u`` itself when no round changed it).
     """
-    gu, unknowns = newton.gu, newton.unknowns
     sets = [(fs, m > 0) for fs, m in zip(ip.friction_sets, majorize, strict=True) if len(fs)]
     if not sets:
         return newton.u
     disp = ip.displacement(x)
-    slips = [friction.slip(fs, disp) for fs, _ in sets]
-    at_x = [friction.regime(u, ip.eps) for u in slips]
-    pieces = [r.copy() for r in at_x]
-    flips = [np.zeros(len(r), np.int8) for r in at_x]
+    model = RegimeModel(
+        ip, sets, [friction.slip(fs, disp) for fs, _ in sets], newton.unknowns, newton.project
+    )
+    flips = [np.zeros(len(r), np.int8) for r in model.at_x]
     u = newton.u
-    swept = SweptColumns(newton.factor, unknowns, [len(fs) for fs, _ in sets])
-    reads = [unknowns.gatherer(fs.dofs) for fs, _ in sets]  # per set: u's step on its contacts' DOFs
+    swept = SweptColumns(newton.factor, newton.unknowns, [len(fs) for fs, _ in sets])
     for _ in range(settings.regime_rounds):
-        # friction.slip of the step u, from its contacts' DOFs' rows of B only
-        moves = [np.einsum("ni,ni->n", fs.w, read(u)) for (fs, _), read in zip(sets, reads, strict=True)]
         changed = False
-        for (_, held), slip, move, piece, flip in zip(sets, slips, moves, pieces, flips, strict=True):
+        for (_, held), st, slip, piece, flip in zip(
+            sets, model.stencils, model.slips, model.pieces, flips, strict=True
+        ):
+            # friction.slip of the step u, from its contacts' DOFs' rows of B only
+            move = np.einsum("ni,ni->n", st.w, st.read(u))
             lands = friction.regime(slip + move, ip.eps)
             moved = (lands != piece) & ~held
             if moved.any():
@@ -101,8 +101,8 @@ def regime_consistent_step(ip, x, newton: NewtonStep, majorize, settings):
                 piece[moved] = np.where(flip[moved] >= settings.regime_switches, 0, ahead)
         if not changed:
             break
-        u = woodbury_step(ip, gu, swept, (sets, slips, at_x, pieces), settings, newton.project)
-        if u is None or not float(np.dot(gu, u)) < 0.0:  # g . B u = B^T g . u
+        u = woodbury_step(newton.gu, swept, model, settings)
+        if u is None or not float(np.dot(newton.gu, u)) < 0.0:  # g . B u = B^T g . u
             return newton.u
     return u
 
@@ -119,29 +119,79 @@ def next_piece(piece, lands):
     return np.where(piece == -lands, 0, lands).astype(piece.dtype)
 
 
-def woodbury_step(ip, gq, swept, model, settings, project=False):
-    """The step with the contacts modelled on other pieces (see
-    :func:`piece_update`; model: its (sets, slips, at_x, pieces)), on the
-    factorization's unknowns (:mod:`solver.unknowns`; the vertex DOFs: (2N,)),
-    or None when its dense update columns (the factorization's unknowns x
-    the curvatures that change) would hold more than settings.regime_max_entries
-    numbers (checked before they are built) or the update is singular.
-    gq: the gradient on those unknowns (``unknowns.reduce(g)``), shared by the
-    step's rounds: a round adds only its changed contacts' forces, mapped from
-    their DOFs' rows of the basis (not the whole gradient through all of it).
-    swept: the step's :class:`SweptColumns` (its factorization and unknowns),
-    shared by its rounds.
+def woodbury_step(gq, swept, model, settings):
+    """The step with the contacts modelled on other pieces (model: the step's
+    :class:`RegimeModel`, its pieces the round's), on the factorization's
+    unknowns (:mod:`solver.unknowns`; the vertex DOFs: (2N,)), or None when
+    its dense update columns (the factorization's unknowns x the curvatures
+    that change) would hold more than settings.regime_max_entries numbers
+    (checked before they are built) or the update is singular.  gq: the
+    gradient on those unknowns (``unknowns.reduce(g)``), shared by the
+    step's rounds: a round adds only its changed contacts' forces, mapped
+    from their DOFs' rows of the basis (not the whole gradient through all of
+    it).  swept: the step's :class:`SweptColumns` (its factorization and
+    unknowns), shared by its rounds.
 
     The columns' size is the round's cost: its forward sweeps and its memory
     grow with both.  A rigid body's unknowns carry all its contacts, so a
     pile solved in q changes many curvatures on few unknowns
     (docs/design/07-regime-rounds.md)."""
-    forces, bends, ids = _piece_update(ip, *model, project)
+    forces, bends = model.update()
     if sum(len(dc) for _, _, dc in bends) * swept.unknowns.size > settings.regime_max_entries:
         return None
-    Y, curvature = swept.columns(bends, ids)
-    rhs = -(gq + swept.unknowns.reduce_rows(forces))
+    Y, curvature = swept.columns(bends, model.stencils)
+    rhs = -(gq + swept.unknowns.reduce_forces([(model.stencils[k], sel, f) for k, sel, f in forces]))
     return woodbury_solve(swept.factor, rhs, Y, curvature, swept=True)
+
+
+class RegimeModel:
+    """One step's friction contacts as its regime rounds model them: sets,
+    (FrictionSet, majorized mask) pairs; slips, their slips at x; at_x, the
+    pieces they are on at x (:func:`friction.regime`); pieces, those each
+    round models them on (changed in place by the rounds); project:
+    curvatures clamped at zero on both sides, as in the projected Hessian;
+    ip: anything with the step's h and eps (the potential).  What a round
+    reads of the contacts that does not change with their pieces is looked
+    up once per step: their stencils on the unknowns (``unknowns.stencils``:
+    each DOF's row of the basis) and their force and curvature at x."""
+
+    def __init__(self, ip, sets, slips, unknowns, project=False):
+        self.sets, self.slips, self.project = sets, slips, project
+        self.h2, self.eps = ip.h * ip.h, ip.eps
+        self.at_x = [friction.regime(u, ip.eps) for u in slips]
+        self.pieces = [r.copy() for r in self.at_x]
+        self.stencils = [unknowns.stencils(fs.dofs, fs.w) for fs, _ in sets]
+        self.here = [
+            self._clamped(friction.force_curvature(fs, slice(None), u, ip.eps))
+            for (fs, _), u in zip(sets, slips, strict=True)
+        ]
+
+    def _clamped(self, force_curvature):
+        f, c = force_curvature
+        return f, (np.maximum(c, 0.0) if self.project else c)
+
+    def update(self):
+        """How the incremental potential's gradient and Hessian change when the
+        contacts whose piece differs from the one at x are modelled on it:
+        (forces, bends), the gradient changing by f w on each (set index,
+        its contacts sel (k,), f (k,)) in forces, the Hessian by dc w w^T on
+        each (set index, contacts sel (k,), dc (k,)) in bends, one contact per
+        curvature that changes (h^2-scaled; w: the contacts' stencil vectors)."""
+        forces, bends = [], []
+        for k, ((fs, _), u, here, piece, (f_x, c_x)) in enumerate(
+            zip(self.sets, self.slips, self.at_x, self.pieces, self.here, strict=True)
+        ):
+            other = np.flatnonzero(piece != here)
+            if not len(other):
+                continue
+            f_piece, c_piece = self._clamped(
+                friction.piece_force_curvature(fs, other, u[other], piece[other], self.eps)
+            )
+            forces.append((k, other, self.h2 * (f_piece - f_x[other])))
+            dc = self.h2 * (c_piece - c_x[other])
+            bend = dc != 0.0
+            bends.append((k, other[bend], dc[bend]))
+        return forces, bends
 
 
 class SweptColumns:
@@ -158,35 +208,35 @@ class SweptColumns:
         self.factor, self.unknowns = factor, unknowns
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
         self.slot = np.full(self.offsets[-1], -1)  # each contact's column of Y (-1: not swept yet)
-        self.Y = np.zeros((unknowns.size, 0))  # the swept columns, in self.Y[:, :self.m]
+        # the swept columns as rows, in self.Yt[:self.m]: a round gathers its columns as whole
+        # rows (Y[:, slots] of a row-major Y reads them element by element: 4-15 times slower)
+        self.Yt = np.zeros((0, unknowns.size))
         self.m = 0
 
-    def columns(self, bends, ids):
-        """(L^-1 W (n, r), curvature (r,)) of bends (as :func:`piece_update`'s),
-        whose contacts are ids (per bend: its set's index, the contacts' (k,)
-        indices in it), the new contacts' columns swept."""
-        keys = np.concatenate([self.offsets[k] + i for k, i in ids] or [np.zeros(0, int)])
-        new = self.slot[keys] < 0
-        if new.any():
-            fresh, start = [], 0
-            for d, w, c in bends:  # the new contacts' rows of each bend
-                m = new[start : start + len(c)]
-                fresh.append((d[m], w[m], c[m]))
-                start += len(c)
-            W, _ = self.unknowns.columns(fresh)
-            self._append(self.factor.half(W), keys[new])
-        curvature = np.concatenate([c for _, _, c in bends] or [np.zeros(0)])
-        return self.Y[:, self.slot[keys]], curvature
+    def columns(self, bends, stencils):
+        """(L^-1 W (n, r), curvature (r,)) of bends (as :meth:`RegimeModel.update`'s:
+        (set index, contacts sel, dc)), the new contacts' columns swept;
+        stencils: the sets' :class:`~solver.unknowns.Stencils`.  L^-1 W is the
+        transpose of a row-major (r, n) array: the layout (hence the BLAS
+        calls and bits) of a column gather Y[:, slots] from a row-major Y."""
+        keys = [self.offsets[k] + sel for k, sel, _ in bends]
+        fresh = [(stencils[k], sel[self.slot[key] < 0]) for (k, sel, _), key in zip(bends, keys, strict=True)]
+        keys = np.concatenate(keys or [np.zeros(0, int)])
+        if any(len(sel) for _, sel in fresh):
+            W = self.unknowns.stencil_columns(fresh)
+            self._append(self.factor.half(W), keys[self.slot[keys] < 0])
+        curvature = np.concatenate([dc for _, _, dc in bends] or [np.zeros(0)])
+        return self.Yt.take(self.slot[keys], axis=0).T, curvature
 
     def _append(self, Y, keys):
         """Stores the swept columns Y (n, k) of the contacts keys (k,) (room
         doubled when full: each round's new columns are not copied anew)."""
         end = self.m + Y.shape[1]
-        if end > self.Y.shape[1]:
-            room = np.empty((self.Y.shape[0], max(end, 2 * self.Y.shape[1])))
-            room[:, : self.m] = self.Y[:, : self.m]
-            self.Y = room
-        self.Y[:, self.m : end] = Y
+        if end > len(self.Yt):
+            room = np.empty((max(end, 2 * len(self.Yt)), self.Yt.shape[1]))
+            room[: self.m] = self.Yt[: self.m]
+            self.Yt = room
+        self.Yt[self.m : end] = Y.T
         self.slot[keys] = np.arange(self.m, end)
         self.m = end
 
@@ -200,34 +250,14 @@ def piece_update(ip, n, sets, slips, at_x, pieces, project=False):
     (FrictionSet, majorized mask) pairs; slips: their slips at x; project:
     curvatures clamped at zero on both sides, as in the projected Hessian;
     ip: anything with the step's h and eps (the potential).  The rounds use
-    :func:`_piece_update`'s rows directly; this vertex-space form is the
-    reference the tests hold them to."""
-    forces, bends, _ = _piece_update(ip, sets, slips, at_x, pieces, project)
-    return VertexUnknowns(np.zeros(n, bool)).reduce_rows(forces), bends
-
-
-def _piece_update(ip, sets, slips, at_x, pieces, project):
-    """:func:`piece_update` with its gradient change as stencil rows (forces:
-    per set with changed contacts (dofs (k, 2s), w (k, 2s), f (k,)), the
-    gradient changing by f w on dofs) and, per bend, (its set's index, its
-    contacts' indices in that set)."""
-    h2 = ip.h * ip.h
-    forces, bends, ids = [], [], []
-    for k, ((fs, _), u, here, piece) in enumerate(zip(sets, slips, at_x, pieces, strict=True)):
-        other = piece != here
-        if not other.any():
-            continue
-        f_piece, c_piece = friction.piece_force_curvature(fs, other, u[other], piece[other], ip.eps)
-        f_here, c_here = friction.force_curvature(fs, other, u[other], ip.eps)
-        if project:
-            c_piece, c_here = np.maximum(c_piece, 0.0), np.maximum(c_here, 0.0)
-        w, dofs = fs.w[other], fs.dofs[other]
-        forces.append((dofs, w, h2 * (f_piece - f_here)))
-        dc = h2 * (c_piece - c_here)
-        bend = dc != 0.0
-        bends.append((dofs[bend], w[bend], dc[bend]))
-        ids.append((k, np.flatnonzero(other)[bend]))
-    return forces, bends, ids
+    :meth:`RegimeModel.update`'s rows directly; this vertex-space form is
+    the reference the tests hold them to."""
+    unknowns = VertexUnknowns(np.zeros(n, bool))
+    model = RegimeModel(ip, sets, slips, unknowns, project)
+    model.at_x, model.pieces = at_x, pieces
+    forces, bends = model.update()
+    dg = unknowns.reduce_forces([(model.stencils[k], sel, f) for k, sel, f in forces])
+    return dg, [(sets[k][0].dofs[sel], sets[k][0].w[sel], dc) for k, sel, dc in bends]
 
 
 def next_majorize(majorize, flips, hold, iters):

@@ -51,12 +51,22 @@ class VertexUnknowns:
         """u -> (B u)[dofs]: the unknowns' vectors u at the vertex DOFs dofs (any shape)."""
         return lambda u: u[dofs]
 
+    def stencils(self, dofs, w):
+        """The stencil vectors w (m, s) on the vertex DOFs dofs (m, s) on these
+        unknowns (:class:`Stencils`)."""
+        return Stencils(dofs, w, dofs, w, self.gatherer(dofs))
+
     def reduce_rows(self, rows):
         """The vertex-space vector sum f w of rows, a list of (dofs (k, s), w (k, s),
         f (k,)) stencil vectors, on the unknowns (held ones zeroed)."""
+        return self.reduce_forces([(self.stencils(d, w), slice(None), f) for d, w, f in rows])
+
+    def reduce_forces(self, forces):
+        """:meth:`reduce_rows` of forces, a list of (:class:`Stencils`, sel (k,),
+        f (k,)): the sum f w of their stencils sel."""
         v = np.zeros(len(self.fixed_dof))
-        for dofs, w, f in rows:
-            v += np.bincount(dofs.ravel(), weights=(f[:, None] * w).ravel(), minlength=len(v))
+        for st, sel, f in forces:
+            v += np.bincount(st.dofs[sel].ravel(), weights=(f[:, None] * st.w[sel]).ravel(), minlength=len(v))
         return self.reduce(v)
 
     def columns(self, bends):
@@ -65,6 +75,11 @@ class VertexUnknowns:
         columns on the unknowns (held rows zeroed)."""
         W, curvature = dense_columns(bends, len(self.fixed_dof))
         return W * self.free[:, None], curvature
+
+    def stencil_columns(self, parts):
+        """W (2N, r) of :meth:`columns` for parts, a list of (:class:`Stencils`,
+        sel (k,)): their stencils sel's vectors w as dense columns."""
+        return self.columns([(st.slots[sel], st.ww[sel], None) for st, sel in parts])[0]
 
     def deficit_product(self, T):
         """N p on the unknowns for the deficit N that T's projection recorded."""
@@ -104,11 +119,12 @@ class BasisUnknowns:
         """B u as a vertex-space vector (2N,)."""
         return self.basis.expand(self.q(u)).ravel()
 
-    def gatherer(self, dofs):
+    def gatherer(self, dofs, rows=None):
         """u -> (B u)[dofs]: the unknowns' vectors u at the vertex DOFs dofs (any
         shape), from their rows of B only (each as :meth:`expand` computes it),
-        looked up once for all the vectors read on them."""
-        slots, weights = self._rows(dofs)
+        looked up once for all the vectors read on them (rows: :meth:`_rows`
+        of dofs, if looked up already)."""
+        slots, weights = self._rows(dofs) if rows is None else rows
         if slots.shape[-1] != 3:
             return lambda u: np.einsum("...j,...j->...", weights, self.q(u)[slots])
         # an affine basis' rows of 3, laid out per weight, summed as expand sums them
@@ -119,10 +135,23 @@ class BasisUnknowns:
         """B^T of the vertex-space vector sum f w of rows (see
         :meth:`VertexUnknowns.reduce_rows`) on the unknowns, from the rows' DOFs'
         rows of B only (held unknowns zeroed)."""
+        return self.reduce_forces([(self.stencils(d, w), slice(None), f) for d, w, f in rows])
+
+    def stencils(self, dofs, w):
+        """The stencil vectors w (m, s) on the vertex DOFs dofs (m, s) on these
+        unknowns (:class:`Stencils`), their DOFs' rows of B looked up once."""
+        slots, weights = self._rows(dofs)
+        k = (len(dofs), dofs.shape[1] * slots.shape[-1])
+        ww = (w[:, :, None] * weights).reshape(k)
+        return Stencils(dofs, w, slots.reshape(k), ww, self.gatherer(dofs, (slots, weights)), weights)
+
+    def reduce_forces(self, forces):
+        """:meth:`reduce_rows` of forces, a list of (:class:`Stencils`, sel (k,),
+        f (k,)): the sum f w of their stencils sel, through their rows of B."""
         vq = np.zeros(self.basis.n_q)
-        for dofs, w, f in rows:
-            slots, weights = self._rows(dofs)
-            vq += np.bincount(slots.ravel(), ((f[:, None] * w)[..., None] * weights).ravel(), len(vq))
+        for st, sel, f in forces:
+            wf = (f[:, None] * st.w[sel])[..., None] * st.weights[sel]
+            vq += np.bincount(st.slots[sel].ravel(), wf.ravel(), len(vq))
         vq = np.where(self.held, 0.0, vq)
         return vq if self.free_ids is None else vq[self.free_ids]
 
@@ -131,7 +160,10 @@ class BasisUnknowns:
         (an affine basis: three q DOFs each; with stiff bodies: a stiff body's
         6 + k, :meth:`~solver.modal.ModalBasis.dof_weights`)."""
         b = self.basis
-        return (b.slots[dofs], b.weights[dofs]) if isinstance(b, AffineBasis) else b.dof_weights(dofs)
+        if not isinstance(b, AffineBasis):
+            return b.dof_weights(dofs)
+        # np.take: indexing rows of 3 as b.slots[dofs] copies them one by one
+        return np.take(b.slots, dofs, axis=0), np.take(b.weights, dofs, axis=0)
 
     def columns(self, bends):
         """(W (n, r), curvature (r,)): the rank-1 terms c w w^T of bends (see
@@ -139,14 +171,15 @@ class BasisUnknowns:
         on the factorization's unknowns.  Each stencil vector is mapped on its
         own: a vertex DOF's entry to the q DOFs of its row of B, with B's
         weights (:meth:`_rows`)."""
-        reduced = []
-        for d, w, c in bends:
-            slots, weights = self._rows(d)
-            k = (len(d), d.shape[1] * slots.shape[-1])
-            reduced.append((slots.reshape(k), (w[:, :, None] * weights).reshape(k), c))
-        W, curvature = dense_columns(reduced, self.basis.n_q)
+        parts = [(self.stencils(d, w), slice(None)) for d, w, _ in bends]
+        return self.stencil_columns(parts), np.concatenate([np.zeros(0)] + [c for _, _, c in bends])
+
+    def stencil_columns(self, parts):
+        """W (n, r) of :meth:`columns` for parts, a list of (:class:`Stencils`,
+        sel (k,)): their stencils sel's vectors as dense columns."""
+        W = dense_columns([(st.slots[sel], st.ww[sel], None) for st, sel in parts], self.basis.n_q)[0]
         W = W * (~self.held)[:, None]
-        return (W if self.free_ids is None else W[self.free_ids]), curvature
+        return W if self.free_ids is None else W[self.free_ids]
 
     def vertex_stencils(self, idx):
         """Vertex stencils idx (s, k) as stencils (s, 6 k) of the q DOF pairs
@@ -169,14 +202,32 @@ class BasisUnknowns:
         return lambda p: self.reduce(T.deficit_product(self.expand(p)))
 
 
+@dataclass(frozen=True)
+class Stencils:
+    """Stencil vectors w (m, s) on the vertex DOFs dofs (m, s) (a step's friction
+    contacts) mapped once to the unknowns, for the many reads, forces and
+    columns of the step's regime rounds: slots, ww (m, S): each vector's entries
+    on the unknowns' slots (a basis: a vertex DOF's entry w on the q DOFs of its
+    row of B, w times B's weights; vertex unknowns: dofs, w); read: u -> (B u)[dofs]
+    (:meth:`BasisUnknowns.gatherer`); weights (m, s, W): the DOFs' rows of B
+    (None: vertex unknowns)."""
+
+    dofs: np.ndarray
+    w: np.ndarray
+    slots: np.ndarray
+    ww: np.ndarray
+    read: object
+    weights: np.ndarray | None = None
+
+
 def dense_columns(bends, n):
     """(W (n, r), curvature (r,)) of bends, a list of (dofs (k, s), w (k, s),
-    c (k,)) stencil vectors: one dense column per stencil (its w scattered
-    to its DOFs, repeated DOFs summed)."""
+    c (k,) or None) stencil vectors: one dense column per stencil (its w
+    scattered to its DOFs, repeated DOFs summed)."""
     columns, curvatures = [np.zeros((n, 0))], [np.zeros(0)]
     for dofs, w, dc in bends:
-        k = len(dc)
+        k = len(dofs)
         flat = (dofs * k + np.arange(k)[:, None]).ravel()
         columns.append(np.bincount(flat, weights=w.ravel(), minlength=n * k).reshape(n, k))
-        curvatures.append(dc)
+        curvatures.append(np.zeros(0) if dc is None else dc)
     return np.concatenate(columns, axis=1), np.concatenate(curvatures)

@@ -313,8 +313,10 @@ def woodbury_solve(factor, b, W, curvature, swept=False):
         return factor.solve(b)
     y = factor.half(b)
     Y = W if swept else factor.half(W)
+    S = Y.T @ Y
+    S.flat[:: len(S) + 1] += 1.0 / curvature  # diag(1/curvature) + Y^T Y, no (r, r) diagonal built
     try:
-        t = np.linalg.solve(np.diag(1.0 / curvature) + Y.T @ Y, Y.T @ y)
+        t = np.linalg.solve(S, Y.T @ y)
     except np.linalg.LinAlgError:
         return None
     return factor.back(y - Y @ t)

@@ -42,6 +42,23 @@ def test_reversed_contacts_stay_majorized_while_the_hessian_is_projected():
     assert projected[0].tolist() == [iters, 1, 1, 0] and projected[1].tolist() == [1]
 
 
+def factorize_dense(rows, cols, vals, n):
+    from solver.linsolve import factorize
+
+    return factorize(rows, cols, vals, n, "numpy")
+
+
+def _regime_model(consts, model, unknowns, project=False):
+    """The RegimeModel of model (sets, slips, at_x, pieces) on the unknowns, on the pieces given."""
+    from solver.friction_kinks import RegimeModel
+
+    sets, slips, at_x, pieces = model
+    out = RegimeModel(consts, sets, slips, unknowns, project)
+    assert all(np.array_equal(a, b) for a, b in zip(out.at_x, at_x, strict=True))
+    out.pieces = [p.copy() for p in pieces]
+    return out
+
+
 @pytest.mark.parametrize("project", [False, True])
 def test_piece_update_turns_the_hessian_into_the_pieces_hessian(project):
     """friction_kinks.piece_update: the friction Hessian at x plus the rank-1 bends
@@ -111,7 +128,9 @@ def test_a_round_is_given_up_when_its_update_columns_exceed_the_budget():
 
     def step(budget):
         swept = SweptColumns(factor, unknowns, [n])
-        return woodbury_step(consts, g, swept, model, NewtonSettings(regime_max_entries=budget))
+        return woodbury_step(
+            g, swept, _regime_model(consts, model, unknowns), NewtonSettings(regime_max_entries=budget)
+        )
 
     assert step(r * size - 1) is None
     A = np.eye(size)
@@ -154,10 +173,34 @@ def test_the_rounds_sweep_each_contacts_column_once():
     for pieces, new in (([0, 0, 1, 1, 1, 1], 4), ([0, 0, 1, 0, 1, 1], 1), ([0, -1, 1, 0, 1, 1], 0)):
         model = ([(fs, np.zeros(n, bool))], [u], [at_x], [np.array(pieces, np.int8)])
         swept_columns.clear()
-        step = woodbury_step(consts, g, shared, model, settings)
+        step = woodbury_step(g, shared, _regime_model(consts, model, unknowns), settings)
         assert sum(swept_columns) == new
-        alone = woodbury_step(consts, g, SweptColumns(factor, unknowns, [n]), model, settings)
+        alone = woodbury_step(
+            g, SweptColumns(factor, unknowns, [n]), _regime_model(consts, model, unknowns), settings
+        )
         np.testing.assert_allclose(step, alone, rtol=1e-10)
+
+
+def test_swept_columns_come_in_the_layout_of_a_column_gather():
+    """SweptColumns keeps the swept columns as rows and hands a round their
+    transpose: the values, and the memory layout (hence the BLAS calls of the
+    small system and their bits), of the columns gathered from L^-1 W."""
+    from solver.friction_kinks import SweptColumns
+    from solver.unknowns import VertexUnknowns
+
+    rng = np.random.default_rng(9)
+    size, n = 24, 10
+    eye = np.arange(size)  # the identity: each column's sweep exact, however many are swept at once
+    factor = factorize_dense(eye, eye, np.ones(size), size)
+    unknowns = VertexUnknowns(np.zeros(size, bool))
+    stencils = [unknowns.stencils(rng.integers(0, size, (n, 4)), rng.normal(size=(n, 4)))]
+    swept = SweptColumns(factor, unknowns, [n])
+    everything = factor.half(unknowns.stencil_columns([(stencils[0], np.arange(n))]))
+    for sel in map(np.array, ([3, 1, 7], [1, 2, 3, 9, 0], [9], [5, 3])):
+        Y, curvature = swept.columns([(0, sel, np.ones(len(sel)))], stencils)
+        gathered = np.ascontiguousarray(everything)[:, sel]
+        np.testing.assert_array_equal(Y, gathered)
+        assert Y.strides == gathered.strides and len(curvature) == len(sel)
 
 
 def _round_unknowns(case, rng):
@@ -213,7 +256,7 @@ def test_a_round_equals_its_full_size_computation(case):
     factor = factorize(rows, cols, A.ravel(), size, "numpy")
     g = rng.normal(size=n_x)
     swept = SweptColumns(factor, unknowns, [n])
-    step = woodbury_step(consts, unknowns.reduce(g), swept, model, NewtonSettings())
+    step = woodbury_step(unknowns.reduce(g), swept, _regime_model(consts, model, unknowns), NewtonSettings())
     dg, bends = piece_update(consts, n_x, *model)
     assert sum(len(dc) for _, _, dc in bends) == 3 and np.abs(dg).max() > 0.0
     W, curvature = unknowns.columns(bends)

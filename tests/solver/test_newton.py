@@ -317,9 +317,9 @@ def test_a_block_stopping_within_the_step_is_solved_in_one_round(monkeypatch):
     rounds = []
     real_rounds, real_woodbury = friction_kinks.regime_consistent_step, friction_kinks.woodbury_step
 
-    def woodbury(ip, g, swept, model, *rest):
-        rounds[-1].append([p.copy() for p in model[3]])
-        return real_woodbury(ip, g, swept, model, *rest)
+    def woodbury(g, swept, model, *rest):
+        rounds[-1].append([p.copy() for p in model.pieces])
+        return real_woodbury(g, swept, model, *rest)
 
     def consistent(*args, **kw):
         rounds.append([])

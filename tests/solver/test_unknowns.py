@@ -117,6 +117,42 @@ def test_vertex_stencils_name_the_q_pairs_a_stencil_couples():
     assert BasisUnknowns(basis, np.zeros(basis.n_q, bool), np.arange(basis.n_q)).vertex_stencils(idx) is None
 
 
+@pytest.mark.parametrize("case", ["vertex", "rigid", "stiff"])
+@pytest.mark.parametrize("held_mode", ["none", "rows", "dropped"])
+def test_stencils_looked_up_once_give_the_bits_of_each_rounds_lookup(case, held_mode):
+    """unknowns.stencils: a step's contacts mapped once, then read, reduced and
+    turned into columns for some of them (sel), give the same bits as the
+    stencils of those contacts alone (each round looked them up anew)."""
+    rng = np.random.default_rng(8)
+    if case == "vertex":
+        n_x = 40
+        unknowns = VertexUnknowns(np.isin(np.arange(n_x), rng.choice(n_x, 3, replace=False)))
+    else:
+        _, basis, n_x = next(c for c in basis_cases() if c[0] == case)
+        held = np.zeros(basis.n_q, bool)
+        if held_mode != "none":
+            held[rng.choice(basis.n_q, 5, replace=False)] = True
+        unknowns = BasisUnknowns(basis, held, np.flatnonzero(~held) if held_mode == "dropped" else None)
+    (dofs, w, _), (dofs2, w2, _) = random_bends(n_x, rng, sets=(30, 12))
+    st, st2 = unknowns.stencils(dofs, w), unknowns.stencils(dofs2, w2)
+    sel, sel2 = np.sort(rng.choice(30, 9, replace=False)), np.array([4, 0, 7])
+    f, f2 = rng.normal(size=9), rng.normal(size=3)
+    u = rng.normal(size=unknowns.size)
+    np.testing.assert_array_equal(st.read(u), unknowns.gatherer(dofs)(u))
+    alone, alone2 = unknowns.stencils(dofs[sel], w[sel]), unknowns.stencils(dofs2[sel2], w2[sel2])
+    got = unknowns.reduce_forces([(st, sel, f), (st2, sel2, f2)])
+    np.testing.assert_array_equal(
+        got, unknowns.reduce_forces([(alone, slice(None), f), (alone2, slice(None), f2)])
+    )
+    np.testing.assert_array_equal(
+        got, unknowns.reduce_rows([(dofs[sel], w[sel], f), (dofs2[sel2], w2[sel2], f2)])
+    )
+    W = unknowns.stencil_columns([(st, sel), (st2, sel2)])
+    np.testing.assert_array_equal(
+        W, unknowns.columns([(dofs[sel], w[sel], f), (dofs2[sel2], w2[sel2], f2)])[0]
+    )
+
+
 def test_vertex_unknowns_hold_the_fixed_dofs():
     fixed = np.array([False, True, False, False, True, False])
     unknowns = VertexUnknowns(fixed)
