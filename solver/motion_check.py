@@ -34,12 +34,17 @@ class MotionCheckSettings:
     many is kept as it is (its crossings reported), since halving did not
     help it converge.  watch: stop a solve that could still be split as soon
     as an iterate's straight motion from the step's start crosses at a pair
-    that was in contact there (:class:`CrossingWatch`), and split it then."""
+    that was in contact there (:class:`CrossingWatch`), and split it then.
+    retakes: how many times a split step whose own motion still crosses is
+    taken again in parts half as long (within max_depth): where the motion
+    rounds a corner within the step, shorter parts do not change it
+    (docs/design/14-step-motion-check.md)."""
 
     enabled: bool = True
     max_depth: int = 4
     failed_splits: int = 2
     watch: bool = True
+    retakes: int = 1
 
 
 @dataclass(frozen=True)

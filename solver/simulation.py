@@ -398,13 +398,15 @@ class Simulation:
         whose motions are each clear can cross together (a block falling onto a
         thin wall's end rounds it in the first half, and the step's motion cuts
         the wall's corner).  If it crosses, the step is taken again from its start
-        in quarters, eighths ... (every part above that depth halved unsolved,
-        then as _advance goes), down to max_depth: the last is kept, its crossing
-        reported.  A step in which a solve failed is not taken again
-        (failed_splits bounds its cost): its crossing is reported
-        (docs/design/14-step-motion-check.md)."""
+        in quarters (every part above that depth halved unsolved, then as
+        _advance goes), and in eighths ... up to MotionCheckSettings.retakes times
+        within max_depth: the last is kept, its crossing reported (where the
+        motion rounds a corner within the step, shorter parts do not clear it).
+        A step in which a solve failed is not taken again (failed_splits bounds
+        its cost): its crossing is reported (docs/design/14-step-motion-check.md)."""
         x0, start, counts = self.x, self._part_start(), dataclasses.replace(tally)
-        split_to, deepest = 1, self.settings.motion.max_depth
+        s = self.settings.motion
+        split_to, deepest = 1, min(s.max_depth, 1 + s.retakes)
         solved, summary = self._halves(h, t_next, 0, tally, failed, pairs, split_to)
         crossing = self._motion_crossings(x0, self.x)
         while len(crossing) and split_to < deepest and solved.converged and not tally.failure_splits:

@@ -292,6 +292,10 @@ def test_a_split_step_whose_own_motion_crosses_is_taken_again_in_quarters(linear
         only = halves.step()
     assert (only.substeps, only.motion_unresolved) == (2, 1)
     assert len(sampled_motion_crossings(x0, halves.positions, all_edges(scene), 0.001)) > 0
+    # and with no retake the halves are kept, their crossing reported the same way
+    kept = Simulation(scene, settings=SolverSettings(motion=MotionCheckSettings(retakes=0)))
+    with pytest.warns(RuntimeWarning, match="'block' and 'wall' pass through each other"):
+        assert (kept.step().substeps, kept.positions.tolist()) == (2, halves.positions.tolist())
 
 
 @settings(max_examples=10, deadline=None)
