@@ -10,6 +10,8 @@ identity before the solve (:mod:`solver.linsolve.linalg`).
 
 import numpy as np
 
+from .linsolve import sorted_unique
+
 
 def stencil_dofs(idx):
     """DOF indices (n, 2k) of vertex stencils idx (n, k)."""
@@ -32,6 +34,10 @@ def _dof_block_pattern(dofs):
     pick_r, pick_c = _BLOCK_INDEX[k2]
     return dofs[:, pick_r].ravel(), dofs[:, pick_c].ravel()
 
+
+# add_gradient_at sums over the distinct DOFs alone when the DOFs given, times this,
+# are at most the system's (sorting them then costs less than the n_dof-long sums)
+COMPACT_SCATTER = 8
 
 # Systems with at most this many triplets drop the fixed DOFs from all of them at once:
 # testing block by block costs more calls than it saves there.
@@ -111,10 +117,20 @@ class Triplets:
         self.block_stencils[-1] = idx
 
     def add_gradient_at(self, dofs, g):
-        """Scatter gradients g (n, 2k) at precomputed flat DOF indices (n * 2k,)."""
+        """Scatter gradients g (n, 2k) at precomputed flat DOF indices (n * 2k,).
+        A few DOFs (contacts, rigid anchors) are summed over their distinct
+        DOFs only: each sum is the full bincount's (the same terms in the same
+        order from 0.0), and the other DOFs would only add 0.0, which changes
+        no sum of terms started from +0.0 (the clearing and the additions of
+        n_dof entries cost more than the rest of a small term)."""
         g = g.ravel()
-        self.grad += np.bincount(dofs, weights=g, minlength=self.n_dof)
-        self.magnitude += np.bincount(dofs, weights=np.abs(g), minlength=self.n_dof)
+        if len(dofs) * COMPACT_SCATTER > self.n_dof:
+            self.grad += np.bincount(dofs, weights=g, minlength=self.n_dof)
+            self.magnitude += np.bincount(dofs, weights=np.abs(g), minlength=self.n_dof)
+            return
+        at, inverse = sorted_unique(dofs, return_inverse=True)
+        self.grad[at] += np.bincount(inverse, weights=g, minlength=len(at))
+        self.magnitude[at] += np.bincount(inverse, weights=np.abs(g), minlength=len(at))
 
     def deficit_sink(self, project):
         """The list a kernel appends its projection deficits to, (which,

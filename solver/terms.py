@@ -43,6 +43,12 @@ from .fields import FieldDrag
 from .links import LinkDamping, LinkSprings
 
 
+def same_bits(a, b):
+    """Whether the float arrays a and b (contiguous) hold the same bits: equal
+    values alone would let 0.0 stand for -0.0."""
+    return a.shape == b.shape and bool((a.view(np.int64) == b.view(np.int64)).all())
+
+
 class Term(Protocol):
     per_h2: bool  # weighted by h^2 (a force's potential) or by 1
     weight: float  # 1 or h^2: multiplies the value, gradient and Hessian
@@ -187,6 +193,7 @@ class HalfPlaneBarrier:
 
     def __init__(self, model, coef, dhat, weight):
         self.model, self.coef, self.dhat, self.weight = model, coef, dhat, weight
+        self._last = None  # (boundary points, _active's pairs) of the last x
 
     @classmethod
     def build(cls, model, consts):
@@ -196,10 +203,28 @@ class HalfPlaneBarrier:
         return cls(model, coef, consts.dhat, consts.h * consts.h)
 
     def _active(self, x):
-        """(vertices, points, normals, coefficients) of the pairs closer than dhat at x."""
+        """(vertices, points, plane points, normals, coefficients) of the pairs
+        closer than dhat at x.  Newton evaluates the value and the derivatives
+        at one x in turn (a line search's accepted point, then its Hessian):
+        the pairs of the last x are kept, and reused while the boundary points
+        are the same to the bit (the distances to every half-plane of every
+        boundary point cost far more than comparing those points)."""
         m = self.model
-        pts, pl, _ = m.plane_pairs_within(x, self.dhat)
-        return pts, x[pts], m.plane_point[pl], m.plane_normal[pl], self.coef[pts]
+        xh = np.take(x, m.hp_points, axis=0)  # x[hp_points] copies row by row: slower
+        if self._last is not None and same_bits(xh, self._last[0]):
+            return self._last[1]
+        # model.plane_pairs_within's pairs, vertex-major: found plane by plane on the
+        # contiguous (H, B) distances, then ordered by vertex, each vertex's planes
+        # in turn (nonzero's scan of a 2-D grid, let alone of the transposed (B, H)
+        # one, costs several times that of the flat one)
+        below = barrier.plane_distances_by_plane(xh, m.plane_point, m.plane_normal) < self.dhat
+        pl, i = np.divmod(np.flatnonzero(below), len(xh))
+        order = np.argsort(i, kind="stable")
+        pl, i = pl[order], i[order]
+        pts = m.hp_points[i]
+        pairs = pts, xh[i], m.plane_point[pl], m.plane_normal[pl], self.coef[pts]
+        self._last = xh, pairs
+        return pairs
 
     def value(self, x, cs):
         # the pairs at dhat or beyond add B = 0

@@ -76,3 +76,31 @@ def test_system_is_eliminate_fixed_of_the_arrays(whole_up_to, monkeypatch):
         for got, want in zip(T.system(fixed), expected, strict=True):
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_few_gradient_dofs_are_summed_to_the_bincounts_bits(seed, monkeypatch):
+    """add_gradient_at's sums over the distinct DOFs alone (few DOFs) give the
+    bits of the n_dof-long bincounts: repeated DOFs, -0.0 terms, sums that
+    cancel, on top of a gradient already summed."""
+    rng = np.random.default_rng(seed)
+    n_dof = 400
+    dense = np.where(rng.random(n_dof) < 0.5, 0.0, rng.normal(size=n_dof))
+    calls = []
+    for m in (6, 12, 30, 3, 48):
+        dofs = rng.integers(0, 40, m)  # a narrow range: most DOFs repeat
+        g = rng.normal(size=m)
+        g[rng.random(m) < 0.2] = -0.0
+        g[1] = -g[0] if dofs[1] == dofs[0] else g[1]
+        calls.append((dofs, g))
+
+    def scattered(compact):
+        monkeypatch.setattr(assembly, "COMPACT_SCATTER", compact)
+        T = assembly.Triplets(n_dof)
+        T.add_dense_gradient(dense)
+        for dofs, g in calls:
+            assert (len(dofs) * compact <= n_dof) == (compact == 8)  # the path asked for
+            T.add_gradient_at(dofs, g)
+        return T.grad.tobytes(), T.magnitude.tobytes()
+
+    assert scattered(8) == scattered(10**9)

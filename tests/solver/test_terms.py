@@ -172,3 +172,51 @@ def test_a_zero_external_force_is_not_a_term():
     ip = IncrementalPotential(m, replace(consts, force=np.zeros_like(x)))
     assert "ExternalForce" not in [type(t).__name__ for t in ip.terms]
     assert "ExternalForce" in [t.__name__ for t in TERMS]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_half_plane_pairs_are_the_models_and_kept_for_one_x(seed):
+    """HalfPlaneBarrier's pairs are model.plane_pairs_within's, in its order,
+    found anew for a new x and reused for the same bits of x: value and
+    derivatives the same bits with the pairs kept or not."""
+    from test_model import _planes_below, _scene
+
+    from solver.terms import HalfPlaneBarrier
+
+    rng = np.random.default_rng(seed)
+    scene = _scene()
+    scene = replace(scene, half_planes=_planes_below(scene, rng.uniform(-3.0, 3.0, 3), [0.05, 0.0, 0.1]))
+    m = build_model(scene)
+    dhat = 0.3
+    coef = rng.uniform(1.0, 2.0, m.n)
+    xs = [m.rest + rng.normal(scale=0.05, size=m.rest.shape) for _ in range(2)]
+    kept = HalfPlaneBarrier(m, coef, dhat, 0.01)
+    for x in (xs[0], xs[0].copy(), xs[1], xs[0]):
+        pts, xp, point, normal, c = kept._active(x)
+        ref_pts, ref_pl, _ = m.plane_pairs_within(x, dhat)
+        assert pts.tolist() == ref_pts.tolist()
+        assert xp.tobytes() == x[ref_pts].tobytes() and c.tobytes() == coef[ref_pts].tobytes()
+        assert point.tobytes() == m.plane_point[ref_pl].tobytes()
+        assert normal.tobytes() == m.plane_normal[ref_pl].tobytes()
+        fresh = HalfPlaneBarrier(m, coef, dhat, 0.01)
+        assert kept.value(x, None) == fresh.value(x, None)
+        T, U = Triplets(2 * m.n), Triplets(2 * m.n)
+        kept.gradient_hessian(x, None, T, True)
+        fresh.gradient_hessian(x, None, U, True)
+        assert T.grad.tobytes() == U.grad.tobytes()
+        assert [v.tobytes() for v in T.vals] == [v.tobytes() for v in U.vals]
+    assert len(pts)  # some pairs within dhat
+
+
+def test_plane_distances_by_plane_are_the_strided_sums():
+    """plane_distances_by_plane (contiguous coordinates) gives the bits of the
+    sums over the strided columns x[:, 0], x[:, 1] it replaced."""
+    from solver import barrier
+
+    rng = np.random.default_rng(5)
+    x, point, normal = rng.normal(size=(50, 2)), rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
+    x[3] = point[1]  # zero distances
+    d = (x[:, 0] - point[:, 0:1]) * normal[:, 0:1]
+    d += (x[:, 1] - point[:, 1:2]) * normal[:, 1:2]
+    assert barrier.plane_distances_by_plane(x, point, normal).tobytes() == d.tobytes()
+    assert barrier.plane_distances(x, point, normal).tolist() == d.T.tolist()
