@@ -97,8 +97,9 @@ class NewtonSettings:
         3  # a contact that changes piece this many times in one step's rounds is held static
     )
     # a step CCD cuts short is solved again with the pairs it stops (and the barrier does
-    # not model yet) held, up to this many times (0: off; docs/design/21-closing-pairs.md) ...
-    closing_rounds: int = 3
+    # not model yet) held, up to this many times (0: off, the default: it pays on rigid piles
+    # only; docs/design/21-closing-pairs.md) ...
+    closing_rounds: int = 0
     # ... holding at most as many pairs r as keep the dense columns (n unknowns x r) this size
     # (a round costs r^2 n): 174 pairs on R1000's 6,000 q, 1,736 on S4R's 604, 64 on S4's 16k DOFs
     closing_max_entries: int = 2**20

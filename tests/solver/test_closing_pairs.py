@@ -16,6 +16,8 @@ from solver.examples import pile
 from solver.friction_kinks import NewtonStep
 from solver.geometry import point_segment_distance
 from solver.linsolve import factorize
+from solver.newton import NewtonSettings
+from solver.settings import SolverSettings
 from solver.unknowns import VertexUnknowns
 
 
@@ -121,6 +123,11 @@ def test_one_row_per_pair_of_bodies_the_first_ccd_stops():
     np.testing.assert_array_equal(rows.stencils, stencils[1:])
 
 
+def test_closing_pairs_are_off_by_default():
+    assert NewtonSettings().closing_rounds == 0
+    assert Simulation(pile(n_shapes=2, n_columns=2))._newton.closing is None
+
+
 def test_held_steps_on_a_pile_go_farther_than_the_plain_steps():
     """On a falling rigid pile, every step CCD cuts short that the rounds
     change goes farther (a held step is kept only then) and is a descent
@@ -128,7 +135,7 @@ def test_held_steps_on_a_pile_go_farther_than_the_plain_steps():
     scene = pile(n_shapes=24, n_columns=6)
     rigid = tuple(dataclasses.replace(b, kind="rigid") for b in scene.bodies)
     scene = dataclasses.replace(scene, bodies=rigid)
-    sim = Simulation(scene)
+    sim = Simulation(scene, settings=SolverSettings(newton=NewtonSettings(closing_rounds=3)))
     newton = sim._newton
     seen = []
     rounds = newton._closing_rounds
