@@ -60,6 +60,7 @@ from enum import Enum
 
 import numpy as np
 
+from . import closing_pairs
 from . import friction_kinks as kinks
 from .basis import STRAIN_TOL
 from .contacts import ContactSet
@@ -95,6 +96,13 @@ class NewtonSettings:
     regime_switches: int = (
         3  # a contact that changes piece this many times in one step's rounds is held static
     )
+    # a step CCD cuts short is solved again with the pairs it stops (and the barrier does
+    # not model yet) held, up to this many times (0: off, the default: it pays on rigid piles
+    # only; docs/design/21-closing-pairs.md) ...
+    closing_rounds: int = 0
+    # ... holding at most as many pairs r as keep the dense columns (n unknowns x r) this size
+    # (a round costs r^2 n): 174 pairs on R1000's 6,000 q, 1,736 on S4R's 604, 64 on S4's 16k DOFs
+    closing_max_entries: int = 2**20
     cg_iters: int = 10  # conjugate-gradient iterations on the exact Hessian from a projected step
     cg_tol: float = 0.1  # ... until the preconditioned residual is this fraction of the first
     # Size switches (smaller systems factor faster than a round or a CG iteration pays back):
@@ -193,6 +201,10 @@ class Direction:
     zero_slip: tuple
     indefinite: bool = False
     dq: np.ndarray | None = None  # rigid bodies: Newton's step in q, before its turns are made exact
+    # the step on the factorization's unknowns with its factorization (None: not factorized),
+    # and B^T g (rigid bodies): the closing-pair rounds solve it again (closing_pairs.py)
+    step: kinks.NewtonStep | None = None
+    gq: np.ndarray | None = None
 
     @property
     def project(self) -> bool:
@@ -235,7 +247,9 @@ class Newton:
 
     feasible_step(x, dx) -> (alpha, cs): largest alpha <= 1 keeping x + alpha dx
     free of collisions and inversions, and a contact set swept over that
-    segment.  contact_set(x) -> the contact set at x.
+    segment.  contact_set(x) -> the contact set at x.  closing(x, dx, cs) ->
+    the :class:`~solver.closing_pairs.ClosingRows` of the pairs of cs (swept
+    over dx) that dx's CCD stops, or None (None: steps are not held).
     """
 
     def __init__(
@@ -246,11 +260,13 @@ class Newton:
         ordering: BandOrdering | None = None,
         timers=None,
         settings: NewtonSettings | None = None,
+        closing: Callable | None = None,
     ):
         self.params = params
         self.settings = settings or NewtonSettings()
         self.feasible_step = feasible_step
         self.contact_set = contact_set
+        self.closing = closing
         self.ordering = ordering or BandOrdering()  # fill-reducing order reused by the solves
         self.timers = timers or NullTimers()
         self.g_ref = float(np.hypot(*params.gravity)) or 9.81  # weight scale [m/s^2]
@@ -414,7 +430,8 @@ class Newton:
             hold = project and not (rounds and on.release_majorized)
             flips = tuple(f < 1.0 for f in zero_slip)
             majorize = kinks.next_majorize(majorize, flips, hold, s.majorize_iters)
-            return Direction(g, T.magnitude, dx, majorize, mode, zero_slip, indefinite, dq)
+            step = None if factor is None else replace(step, u=u)
+            return Direction(g, T.magnitude, dx, majorize, mode, zero_slip, indefinite, dq, step, gq)
 
     def _line_search_start(self, ip, x, d, mode, energy):
         """(dx, start): the line search's direction and its start (alpha, its
@@ -425,11 +442,52 @@ class Newton:
         short taken with its turns exact (:meth:`_shortened_turn`).  energy:
         E(x) or None."""
         alpha, cs = self.feasible_step(x, d.dx)
+        if alpha < 1.0 and d.step is not None and self.closing is not None:
+            with self.timers("closing_pairs"):
+                d, alpha, cs = self._closing_rounds(ip, x, d, alpha, cs)
         alpha = kinks.line_search_start(alpha, d.zero_slip, mode.projected, self.settings.kink_floor)
         if alpha < 1.0 and d.dq is not None:
             dx, alpha, cs, energy, first = self._shortened_turn(ip, x, d.g, d, alpha, cs, energy)
             return dx, (alpha, cs, energy, first)
         return d.dx, (alpha, cs, energy, None)
+
+    def _closing_rounds(self, ip, x, d, alpha, cs):
+        """(Direction, alpha, contact set): d, or d solved again with the pairs
+        its CCD step alpha < 1 stops held (closing_pairs.py), round after round
+        with those each new step's CCD stops added, up to closing_rounds times
+        or until a step goes its full length: the one CCD lets go farthest."""
+        s = self.settings
+        cap = max(1, s.closing_max_entries // d.step.unknowns.size)
+        rows, best, dx = None, (d, alpha, cs), d.dx
+        for _ in range(s.closing_rounds):
+            found = self.closing(x, dx, cs)
+            if found is None:
+                break
+            merged = found.merged(rows).first(cap)
+            if rows is not None and len(merged) == len(rows):
+                break  # no pair the step stops is new
+            rows = merged
+            u = closing_pairs.held_step(d.step, rows)
+            if u is None:
+                break
+            held = self._redirected(ip, x, d, u)
+            beta, cs = self.feasible_step(x, held.dx)
+            if beta > best[1]:
+                best = (held, beta, cs)
+            if beta >= 1.0:
+                break
+            dx = held.dx
+        return best
+
+    def _redirected(self, ip, x, d, u):
+        """The Direction d with its step on the unknowns replaced by u."""
+        basis = getattr(ip, "basis", None)
+        if basis is None:
+            dq, dx = None, u.reshape(-1, 2)
+        else:
+            dq = d.step.unknowns.q(u)
+            dx = _turned(basis, x, d.gq, dq)
+        return replace(d, dx=dx, dq=dq, zero_slip=ip.zero_slip_fractions(x, dx), step=replace(d.step, u=u))
 
     def _shortened_turn(self, ip, x, g, d, alpha, cs, energy):
         """(dx, alpha, cs, energy, trial): the line search's direction, start, contact

@@ -31,6 +31,7 @@ from . import barrier_stiffness, ccd, fields, links, motion_check
 from .animated import AnimatedModel
 from .basis import rigid_strains
 from .broad_phase import CandidateCache, Groups
+from .closing_pairs import Closing
 from .collider_check import collider_status
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
 from .distance import case_and_distance_sq
@@ -265,6 +266,9 @@ class Simulation:
         )
         self._state_stencils = None  # contact candidates at self.x, found by the last step
         self._state_touching = None  # (those stencils, bodies touching something at self.x)
+        # a closing pair may close to where a landing contact comes to rest (the start's rule)
+        keep = s.start.rest * p.dhat
+        self._closing = Closing(self.model.owner, p.dhat, keep, s.ccd_gap_kept)
         self._newton = Newton(
             p,
             self._feasible_step,
@@ -272,6 +276,7 @@ class Simulation:
             BandOrdering(),
             self.timers,
             s.newton,
+            self._closing_rows if s.newton.closing_rounds > 0 else None,
         )
 
     # ------------------------------------------------------------ accessors
@@ -489,6 +494,7 @@ class Simulation:
             self._newton.ordering,
             self.timers,
             self.settings.newton,
+            self._newton.closing,
         )
 
     def _solve(self, h, t_next, again=False, watch=False, pairs=None):
@@ -747,6 +753,16 @@ class Simulation:
             return held_groups  # (the same object while held is: the candidate cache sees it)
         # the rigid groups are the owners too (solver/rigid_gaps.py), their apart ones per query
         return Groups(held_groups.point, held_groups.edge, np.append(groups.apart, True))
+
+    def _closing_rows(self, x, dx, cs):
+        """The pairs of cs (swept over dx) that dx's CCD stops, as rows to hold
+        (closing_pairs.py), or None."""
+        st = cs.idx[~cs.pp]
+        if not len(st):
+            return None
+        eta = self.settings.ccd_gap_kept
+        toi = ccd.point_edge_step(np.take(x, st, axis=0), np.take(dx, st, axis=0), eta=eta)
+        return self._closing.rows(x, st, toi)
 
     def _ccd_step(self, x, dx, cs):
         """Largest fraction of dx that is collision-free (point-edge and half-planes)."""
