@@ -28,6 +28,10 @@ PARTIAL_SHARE = 0.02  # CandidateCache: up to this share of boxes outside theirs
 PARTIAL_TESTS = 4  # ... in at most this many box tests per box
 PARTIAL_KEPT = 3  # ... while the list kept is at most this many times the last answer
 WIDE_SWEEP = 4.0  # in that search, boxes this many times wider than the mean are tested against all
+# ... or, for a few boxes, against the boxes around runs of this many consecutive boxes first
+# (a body's primitives are numbered together: a run lies in one or two bodies)
+RUN = 64
+RUN_TESTS = 32  # ... while (boxes searched) x (runs) is at most this many times the boxes
 
 
 def point_boxes(x0, x1, pad):
@@ -267,11 +271,12 @@ def _join_cells_apart(pbox, pkey, ebox, ekey, groups):
 
 
 def _expand_runs(pbox, lo, n, ebox):
-    """(pi, ei): each pbox[k] paired with ebox[lo[k] : lo[k] + n[k]]."""
+    """(pi, ei): each pbox[k] paired with ebox[lo[k] : lo[k] + n[k]] (ebox
+    None: the ids lo[k] ... themselves)."""
     pi = np.repeat(pbox, n)
     start = np.cumsum(n) - n
-    ei = ebox[np.repeat(lo, n) + np.arange(n.sum()) - np.repeat(start, n)]
-    return pi, ei
+    ei = np.repeat(lo - start, n) + np.arange(n.sum())
+    return pi, (ei if ebox is None else ebox[ei])
 
 
 class CandidateCache:
@@ -383,14 +388,43 @@ def _replaced(a, b, rows):
 
 def _sweep(qlo, qhi, which, slo, shi, budget):
     """(q ids, s ids): the pairs of the boxes q[which] (ids) and every box s
-    that overlap, or None when that takes more than budget box tests.  Each
-    q box is tested against a window of the s boxes sorted by x: those whose
-    lower x lies within the widest s box of its x range (any overlapping one
-    does); s boxes WIDE_SWEEP times wider than the mean (a primitive that
-    moved far) are left out of the windows' width and tested against every
-    q box instead."""
+    that overlap, or None when that takes more than budget box tests.  A few
+    q boxes (most partial updates: 1-100 of R1000's 64k) are tested against
+    the boxes around runs of RUN consecutive s boxes, then against the boxes
+    of the runs they overlap (:func:`_run_pairs`: no sort of every box);
+    more by :func:`_window_pairs`."""
     if len(which) == 0 or len(slo) == 0:
         return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    if len(which) * -(-len(slo) // RUN) <= RUN_TESTS * len(slo):
+        found = _run_pairs(qlo, qhi, which, slo, shi, budget)
+        if found is not None:
+            return found
+    return _window_pairs(qlo, qhi, which, slo, shi, budget)
+
+
+def _run_pairs(qlo, qhi, which, slo, shi, budget):
+    """_sweep by runs of RUN consecutive s boxes: each q box against every
+    run's bounding box, then against the boxes of the runs it overlaps (None:
+    more than budget of those)."""
+    n = len(slo)
+    starts = np.arange(0, n, RUN)
+    rlo, rhi = np.minimum.reduceat(slo, starts, axis=0), np.maximum.reduceat(shi, starts, axis=0)
+    qk, rk = np.nonzero(overlap_matrix(qlo[which], qhi[which], rlo, rhi))
+    first = starts[rk]
+    size = np.minimum(first + RUN, n) - first
+    if size.sum() > budget:
+        return None
+    qi, si = _expand_runs(which[qk], first, size, None)
+    ok = pairs_overlap(qlo, qhi, slo, shi, qi, si)
+    return qi[ok], si[ok]
+
+
+def _window_pairs(qlo, qhi, which, slo, shi, budget):
+    """_sweep by windows: each q box is tested against a window of the s
+    boxes sorted by x: those whose lower x lies within the widest s box of
+    its x range (any overlapping one does); s boxes WIDE_SWEEP times wider
+    than the mean (a primitive that moved far) are left out of the windows'
+    width and tested against every q box instead."""
     widths = shi[:, 0] - slo[:, 0]
     wide = widths > WIDE_SWEEP * np.mean(widths)
     narrow = np.flatnonzero(~wide)
