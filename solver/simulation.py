@@ -760,9 +760,13 @@ class Simulation:
         hp = m.hp_points
         if len(hp) and len(m.plane_point):
             # on the (points, planes) grid from the points gathered once: the
-            # (point, plane) pairs' gathers cost more than the test (R1000: 3 x 32k)
-            d, v = m.plane_distances(x), m.plane_motions(dx)
-            alpha = min(alpha, ccd.half_plane_step_at(d, v, eta=self.settings.ccd_gap_kept))
+            # (point, plane) pairs' gathers cost more than the test (R1000: 3 x 32k);
+            # only the points of the bodies that may get within reach of a plane
+            # (the others' steps are above 1: the same minimum)
+            eta = self.settings.ccd_gap_kept
+            near = m.plane_near(x, 0.0, dx, eta)
+            d, v = m.plane_distances(x, near), m.plane_motions(dx, near)
+            alpha = min(alpha, ccd.half_plane_step_at(d, v, eta=eta))
         return alpha
 
     def _commit(self, solved, h, t_next):
