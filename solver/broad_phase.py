@@ -311,10 +311,14 @@ class CandidateCache:
         boxes = plo, phi, elo, ehi
         ref = self._reference
         fresh = ref is None or not _covers(self._groups, groups)
-        if not fresh and not _inside(boxes, ref[:4]):
+        if not fresh:
+            out = _outside_all(boxes, ref[:4])
             # a list kept from wide margins (a step's first search) costs more per query than
             # a search: its reference boxes shrink to the query's (with margins) too
-            fresh = not self._update(boxes, margins, len(ref[4]) > PARTIAL_KEPT * self._found)
+            fresh = out is None or (
+                (out[0].any() or out[1].any())
+                and not self._update(boxes, margins, out, len(ref[4]) > PARTIAL_KEPT * self._found)
+            )
         if fresh:
             pm, em = margins
             wide = (plo - pm, phi + pm, elo - em, ehi + em)
@@ -327,32 +331,33 @@ class CandidateCache:
         self._found = np.count_nonzero(ok)
         return pi[ok], ei[ok]
 
-    def _update(self, boxes, margins, shrink=False):
-        """Give the boxes that left their reference ones new ones (inflated by
-        margins) and replace their pairs by a search of them alone; False
-        (nothing changed) when the counts differ or more than PARTIAL_SHARE of
+    def _update(self, boxes, margins, out, shrink=False):
+        """Give the boxes that left their reference ones (out: the points' and
+        the edges' (n,) bool) new ones (inflated by margins) and replace their
+        pairs by a search of them alone; False when more than PARTIAL_SHARE of
         the boxes left, or the search would take more than PARTIAL_TESTS box
-        tests per box.  shrink: every other reference box shrinks to its
-        overlap with the query's box inflated by margins (it still holds the
-        query's box), and the kept pairs to those whose shrunk boxes overlap:
-        a subset of the kept ones, so the list is still every pair of
+        tests per box (the reference boxes may then have changed: a full
+        search replaces them).  shrink: every other reference box shrinks to
+        its overlap with the query's box inflated by margins (it still holds
+        the query's box), and the kept pairs to those whose shrunk boxes
+        overlap: a subset of the kept ones, so the list is still every pair of
         overlapping reference boxes."""
         rplo, rphi, relo, rehi, pi, ei = self._reference
         plo, phi, elo, ehi = boxes
-        if len(plo) != len(rplo) or len(elo) != len(relo):
-            return False
-        p_out, e_out = _outside(plo, phi, rplo, rphi), _outside(elo, ehi, relo, rehi)
+        p_out, e_out = out
         if np.count_nonzero(p_out) + np.count_nonzero(e_out) > PARTIAL_SHARE * (len(plo) + len(elo)):
             return False
         pm, em = margins
-        if shrink:
+        if shrink:  # (new arrays: the rows below are replaced in them)
             rplo, rphi = np.maximum(rplo, plo - pm), np.minimum(rphi, phi + pm)
             relo, rehi = np.maximum(relo, elo - em), np.minimum(rehi, ehi + em)
-        rplo, rphi = _replaced(rplo, plo - pm, p_out), _replaced(rphi, phi + pm, p_out)
-        relo, rehi = _replaced(relo, elo - em, e_out), _replaced(rehi, ehi + em, e_out)
+        p_ids, e_ids = np.flatnonzero(p_out), np.flatnonzero(e_out)
+        pm, em = _rows(pm, p_ids), _rows(em, e_ids)
+        rplo[p_ids], rphi[p_ids] = plo[p_ids] - pm, phi[p_ids] + pm
+        relo[e_ids], rehi[e_ids] = elo[e_ids] - em, ehi[e_ids] + em
         budget = PARTIAL_TESTS * (len(plo) + len(elo))
-        found_p = _sweep(rplo, rphi, np.flatnonzero(p_out), relo, rehi, budget)  # (point, edge)
-        found_e = _sweep(relo, rehi, np.flatnonzero(e_out), rplo, rphi, budget)  # (edge, point)
+        found_p = _sweep(rplo, rphi, p_ids, relo, rehi, budget)  # (point, edge)
+        found_e = _sweep(relo, rehi, e_ids, rplo, rphi, budget)  # (edge, point)
         if found_p is None or found_e is None:
             return False
         other = ~p_out[found_e[1]]  # the left points' pairs are in found_p
@@ -365,11 +370,17 @@ class CandidateCache:
         if shrink:
             stay &= pairs_overlap(rplo, rphi, relo, rehi, pi, ei)
         n_e = len(elo)
-        key = np.sort(
-            np.concatenate([pi[stay].astype(np.int64) * n_e + ei[stay], new_p.astype(np.int64) * n_e + new_e])
-        )
+        # the kept pairs are sorted, the new ones (none of them kept) go in between
+        kept = pi[stay].astype(np.int64) * n_e + ei[stay]
+        new = np.sort(new_p.astype(np.int64) * n_e + new_e)
+        key = np.insert(kept, np.searchsorted(kept, new), new)
         self._reference = (rplo, rphi, relo, rehi, (key // n_e).astype(np.intp), (key % n_e).astype(np.intp))
         return True
+
+
+def _rows(margin, ids):
+    """The rows ids of a margin (n, 1), or the scalar margin itself."""
+    return margin[ids] if np.ndim(margin) else margin
 
 
 def _outside(lo, hi, rlo, rhi):
@@ -377,13 +388,6 @@ def _outside(lo, hi, rlo, rhi):
     inside = (lo[:, 0] >= rlo[:, 0]) & (lo[:, 1] >= rlo[:, 1])
     inside &= (hi[:, 0] <= rhi[:, 0]) & (hi[:, 1] <= rhi[:, 1])
     return ~inside
-
-
-def _replaced(a, b, rows):
-    """a (n, 2) with its rows given by the mask rows taken from b (n, 2)."""
-    out = a.copy()
-    out[rows] = b[rows]
-    return out
 
 
 def _sweep(qlo, qhi, which, slo, shi, budget):
@@ -459,13 +463,14 @@ def _covers(reference, query):
     return same and not np.any(reference.apart & ~query.apart)
 
 
-def _inside(boxes, reference):
-    """Whether every box (plo, phi, elo, ehi) lies inside its reference box."""
+def _outside_all(boxes, reference):
+    """(points (P,), edges (E,) bool): the boxes (plo, phi, elo, ehi) not
+    inside their reference boxes; None when their numbers differ."""
     if len(boxes[0]) != len(reference[0]) or len(boxes[2]) != len(reference[2]):
-        return False
+        return None
     plo, phi, elo, ehi = boxes
     rplo, rphi, relo, rehi = reference
-    return bool(np.all(plo >= rplo) and np.all(phi <= rphi) and np.all(elo >= relo) and np.all(ehi <= rehi))
+    return _outside(plo, phi, rplo, rphi), _outside(elo, ehi, relo, rehi)
 
 
 def pairs_overlap(alo, ahi, blo, bhi, ai, bi):

@@ -176,7 +176,7 @@ class Model:
         hp = self._plane_bodies
         if hp is None or len(self.plane_point) == 0:
             return None
-        basis, body, anchor, radius = hp
+        basis, anchor, radius, runs = hp
         xa = np.take(x, anchor, axis=0)
         reach = np.sqrt(np.sum(basis.affine(x) ** 2, axis=(1, 2))) * radius
         tol = PLANE_SLACK * (1.0 + radius + np.abs(xa).max(axis=1))
@@ -192,14 +192,18 @@ class Model:
             # the fastest approach of any of its vertices, plane by plane (dxa . n, -spread)
             approach = spread[:, None] - (dxa @ self.plane_normal.T) + tol[:, None]
             clear &= (1.0 - eta) * room >= 2.0 * approach
-        keep = ~clear.all(axis=1)
-        return np.flatnonzero(np.where(body >= 0, keep[np.maximum(body, 0)], True))
+        # the hp_points ids of the runs of the bodies kept (the last: no rigid body's)
+        first, size, owner = runs
+        keep = np.append(~clear.all(axis=1), True)[owner]
+        first, size = first[keep], size[keep]
+        return np.repeat(first - (np.cumsum(size) - size), size) + np.arange(size.sum())
 
     @cached_property
     def _plane_bodies(self):
-        """(basis, rigid body of each hp_points vertex (-1: none), each rigid
-        body's anchor vertex, its largest rest distance from it over its
-        hp_points) for plane_near; None without rigid bodies (AffineBasis)."""
+        """(basis, each rigid body's anchor vertex, its largest rest distance
+        from it over its hp_points, (first, size, owner): the runs of hp_points
+        of one rigid body (owner: its index) or of none (owner: n_rigid)) for
+        plane_near; None without rigid bodies (AffineBasis)."""
         basis = self.basis
         if not isinstance(basis, AffineBasis) or basis.n_rigid == 0:
             return None
@@ -209,7 +213,10 @@ class Model:
         gap = np.linalg.norm(self.rest[self.hp_points[on]] - self.rest[anchor[body[on]]], axis=1)
         radius = np.zeros(basis.n_rigid)
         np.maximum.at(radius, body[on], gap)
-        return basis, body, anchor, radius
+        owner = np.where(on, body, basis.n_rigid)
+        first = np.flatnonzero(np.concatenate([[True], owner[1:] != owner[:-1]]))
+        size = np.diff(np.append(first, len(owner)))
+        return basis, anchor, radius, (first, size, owner[first])
 
     @cached_property
     def pair_eligible(self):
