@@ -25,8 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .linsolve import RowSums
-from .linsolve.linalg import GroupSums
+from .linsolve import RowSums, group_sums
 
 # kappa_A >= RIGIDITY rho L^2 / h^2: the orthogonality energy is this many times
 # stiffer than the body's inertia against straining (see rigid_stiffness)
@@ -315,48 +314,27 @@ class AffineBasis:
         first (the barrier's, the friction's and the point-point terms'
         stencils share most pairs), then reduced and summed per pair of groups,
         every array with the pairs innermost (numpy's loops then run over
-        them, not over 2 or 3).  What depends on the stencils' vertices alone
-        is their :class:`StencilPattern`, kept for the next call."""
-        pattern = self._stencil_pattern([idx for idx, _ in stencils])
-        m = pattern.n_pairs
-        H = np.bincount(pattern.where, _coordinate_rows(stencils, pattern.n_entries).ravel(), 4 * m)
-        R = H.reshape(2, 1, 2, 1, m) * pattern.weights  # (k, i, l, j, m): H_kl w_a,i w_b,j
-        blocks = pattern.group_sums(R.reshape(36, m))  # summed per pair of groups
-        return pattern.rows, pattern.cols, blocks.reshape(pattern.valid.shape)[pattern.valid]
-
-    @cached_property
-    def _stencil_patterns(self):
-        """The last :meth:`_reduce_stencils` call's pattern (a list of one)."""
-        return []
-
-    def _stencil_pattern(self, stencils):
-        """The StencilPattern of the vertex stencils (a list of (n, k)): the
-        last call's when they are the same (the friction's stay through a
-        step, the barrier's active stencils a few iterations: S4R a quarter
-        of the calls), else a new one."""
-        kept = self._stencil_patterns
-        if kept and kept[0].fits(stencils):
-            return kept[0]
-        kept[:] = [self._new_stencil_pattern(stencils)]
-        return kept[0]
-
-    def _new_stencil_pattern(self, stencils):
-        """StencilPattern of the vertex stencils (a list of (n, k))."""
+        them, not over 2 or 3)."""
         n_v = len(self.vertex_body)
-        keys = []
-        for idx in stencils:
-            v = idx.astype(np.int64, copy=False)
+        keys, blocks = [], []
+        for idx, H in stencils:
+            n, k = idx.shape
+            v = idx.astype(np.int64)
             keys.append((v[:, :, None] * n_v + v[:, None, :]).ravel())
-        vertex_pairs, which = _sorted_unique(np.concatenate(keys), n_v * n_v)
+            blocks.append(H.reshape(n, k, 2, k, 2).transpose(2, 4, 0, 1, 3).reshape(4, -1))
+        vertex_pairs, which = np.unique(np.concatenate(keys), return_inverse=True)
         m = len(vertex_pairs)
         where = (which.ravel() + m * np.arange(4)[:, None]).ravel()
+        H = np.bincount(where, np.concatenate(blocks, axis=1).ravel(), 4 * m)
         a, b = np.divmod(vertex_pairs, n_v)
         n_groups = len(self.group_first)
         pairs, which = self._numbered_pairs(self.vertex_group[a] * n_groups + self.vertex_group[b])
         wa = np.take(self.vertex_weights_t, a, axis=1)
         wb = np.take(self.vertex_weights_t, b, axis=1)
-        weights = (wa[:, None, :] * wb[None, :, :])[None, :, None]  # (1, i, 1, j, m): w_a,i w_b,j
+        # (k, i, l, j, m): H_kl w_a,i w_b,j, summed per pair of groups
+        R = H.reshape(2, 1, 2, 1, m) * (wa[:, None, :] * wb[None, :, :])[None, :, None]
         n_p = len(pairs)
+        blocks = group_sums(which, n_p, R.reshape(36, m))
         # q DOF of (coordinate k, weight i) in a group: 3k + i on a rigid body, k on a vertex (i = 0)
         ga, gb = pairs // n_groups, pairs % n_groups
         la, va = self._kron_slots(ga)
@@ -365,9 +343,7 @@ class AffineBasis:
         valid = va[:, :, None, None] & vb[None, None]
         rows = np.broadcast_to(la[:, :, None, None], shape)[valid]
         cols = np.broadcast_to(lb[None, None], shape)[valid]
-        copies = tuple(np.array(idx) for idx in stencils)
-        sums = GroupSums(which, n_p)
-        return StencilPattern(copies, len(where) // 4, m, where, weights, sums, valid, rows, cols)
+        return rows, cols, blocks.reshape(shape)[valid]
 
     @cached_property
     def _pair_table(self):
@@ -432,49 +408,6 @@ class AffineBasis:
         return qr[valid], qc[valid], blocks[valid]
 
 
-@dataclass(frozen=True)
-class StencilPattern:
-    """What AffineBasis._reduce_stencils derives from the stencils' vertices
-    alone: stencils (copies of the (n, k) arrays it was made for); n_entries
-    vertex-pair entries (n k^2 per stencil array, in order) summed into n_pairs
-    distinct pairs (sorted), where (4 n_entries,) the bincount slot of each
-    entry's 4 coordinates; weights (1, 3, 1, 3, n_pairs) w_a,i w_b,j;
-    group_sums: the pairs' sums per pair of groups; valid (2, 3, 2, 3, n_p)
-    the entries of the 6 x 6 group blocks that are q entries, rows and cols
-    theirs."""
-
-    stencils: tuple
-    n_entries: int
-    n_pairs: int
-    where: np.ndarray
-    weights: np.ndarray
-    group_sums: GroupSums
-    valid: np.ndarray
-    rows: np.ndarray
-    cols: np.ndarray
-
-    def fits(self, stencils):
-        """Whether stencils (a list of (n, k)) are the ones this was made for."""
-        return len(stencils) == len(self.stencils) and all(
-            a.shape == b.shape and np.array_equal(a, b) for a, b in zip(stencils, self.stencils, strict=True)
-        )
-
-
-def _coordinate_rows(stencils, n_entries):
-    """(4, n_entries): the stencils' Hessians (idx (n, k), H (n * 4k^2,)) as
-    one row per coordinate pair (c, d) of their vertex-pair blocks, entries in
-    order (the pairs innermost): each H transposed once, into its place."""
-    out = np.empty((4, n_entries))
-    start = 0
-    for idx, H in stencils:
-        n, k = idx.shape
-        stop = start + n * k * k
-        into = out[:, start:stop].reshape(2, 2, n, k, k)  # a view: the slice splits
-        np.copyto(into, H.reshape(n, k, 2, k, 2).transpose(2, 4, 0, 1, 3))
-        start = stop
-    return out
-
-
 def weighted_rows(w, Q):
     """Per row of B, its 3 weights w (3, n) times its 3 q values Q (3, n),
     summed in einsum("dj,dj->d")'s order ((0 + 2) + 1): the same bits as that
@@ -501,26 +434,6 @@ def _numbered(keys, n_keys):
     table = np.zeros(n_keys, np.intp)
     table[distinct] = np.arange(len(distinct))
     return distinct, table[keys]
-
-
-def _sorted_unique(keys, n_keys):
-    """np.unique(keys, return_inverse=True) of keys in [0, n_keys): the same
-    arrays, by sorting each key packed with its place (key << bits | place;
-    a value sort, unique to each entry: an eighth of argsort's instructions on
-    S4R's 12k vertex pairs), unpacked after."""
-    n = len(keys)
-    bits = max(n - 1, 1).bit_length()
-    if n == 0 or (n_keys - 1).bit_length() + bits > 62:
-        distinct, which = np.unique(keys, return_inverse=True)
-        return distinct, which.ravel()
-    packed = np.sort((keys << bits) | np.arange(n))
-    ordered = packed >> bits
-    first = np.empty(n, bool)
-    first[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    which = np.empty(n, np.intp)
-    which[packed & ((1 << bits) - 1)] = np.cumsum(first) - 1
-    return ordered[first], which
 
 
 def _spanning_triangle(X):

@@ -349,29 +349,16 @@ class RowSums:
 def group_sums(groups, n_groups, X):
     """(k, n_groups): the columns of X (k, m) summed per group (groups (m,)),
     each group's in their order: the sums of np.bincount((groups + n_groups
-    * arange(k)[:, None]).ravel(), X.ravel(), k * n_groups), to the bit
-    (see :class:`GroupSums`, which keeps the grouping for more calls)."""
-    return GroupSums(groups, n_groups)(X)
-
-
-class GroupSums:
-    """X -> group_sums(groups, n_groups, X) for fixed groups (m,).  With scipy
-    by a product with the (n_groups, m) CSC matrix of ones at (groups[j], j),
-    built once, which adds the columns in turn without sorting them (R1000's
-    stencil blocks, 36 x 18k: a third of bincount's instructions)."""
-
-    def __init__(self, groups, n_groups):
-        self.groups, self.n_groups = groups, n_groups
-        m = len(groups)
-        self._ones = None
-        if HAVE_SCIPY and m:
-            self._ones = _sp.csc_matrix((np.ones(m), groups, np.arange(m + 1)), shape=(n_groups, m))
-
-    def __call__(self, X):
-        if self._ones is None:
-            where = (self.groups + self.n_groups * np.arange(len(X))[:, None]).ravel()
-            return np.bincount(where, X.ravel(), len(X) * self.n_groups).reshape(len(X), self.n_groups)
-        return (self._ones @ X.T).T
+    * arange(k)[:, None]).ravel(), X.ravel(), k * n_groups), to the bit.
+    With scipy by a product with the (n_groups, m) CSC matrix of ones at
+    (groups[j], j), which adds the columns in turn without sorting them
+    (R1000's stencil blocks, 36 x 18k: a third of bincount's instructions)."""
+    k, m = X.shape
+    if not HAVE_SCIPY or m == 0:
+        where = (groups + n_groups * np.arange(k)[:, None]).ravel()
+        return np.bincount(where, X.ravel(), k * n_groups).reshape(k, n_groups)
+    ones = _sp.csc_matrix((np.ones(m), groups, np.arange(m + 1)), shape=(n_groups, m))
+    return (ones @ X.T).T
 
 
 def _band_storage(positions, band, vals, n):

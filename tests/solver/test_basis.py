@@ -154,64 +154,6 @@ def test_a_plain_block_s_renumbering_is_reused_only_for_the_same_pattern():
             np.testing.assert_allclose(Hq, Bd.T @ H @ Bd, atol=1e-12)
 
 
-def stencil_triplets(b, m, rng, picks):
-    """Triplets of stencils (a list per block of vertex choices per column)
-    with random Hessians, for reduce_system."""
-    T = Triplets(2 * m.n)
-    for cols in picks:
-        idx = np.column_stack(cols)
-        k = idx.shape[1]
-        T.add_stencils(idx, np.zeros((len(idx), 2 * k)), rng.normal(size=(len(idx), 2 * k, 2 * k)))
-    return T
-
-
-def copies(idx):
-    return [[c.copy() for c in cols] for cols in idx]
-
-
-def bits(arrays):
-    return [np.ascontiguousarray(a).view(np.uint8).tobytes() for a in arrays]
-
-
-def test_a_stencil_pattern_is_reused_only_for_the_same_stencils():
-    """The stencils' reduction keeps its pattern for the next call with the
-    same vertices (new arrays, new values): the same bits as a basis without
-    a kept pattern; other stencils (different vertices, a different count)
-    get a new one."""
-    m = mixed_model()
-    b = m.basis
-    rng = np.random.default_rng(6)
-    rigid = np.flatnonzero(b.vertex_body >= 0)
-    plain = np.flatnonzero(b.vertex_body < 0)
-    two = [(rigid, rigid, rigid), (plain, rigid, rigid), (rigid,)]
-    for picks in (two, two, [(rigid, plain, rigid), (rigid,)]):
-        idx = [[rng.choice(p, 25) for p in cols] for cols in picks]
-        for again in range(2):
-            seed = rng.integers(1 << 30)
-            kept = b._stencil_patterns[0] if b._stencil_patterns else None
-            got = b.reduce_system(stencil_triplets(b, m, np.random.default_rng(seed), copies(idx)))
-            assert (b._stencil_patterns[0] is kept) == (again == 1)
-            fresh = replace(b)  # no kept pattern
-            T = stencil_triplets(b, m, np.random.default_rng(seed), idx)
-            assert bits(got) == bits(fresh.reduce_system(T))
-
-
-@pytest.mark.parametrize("n_keys", [50, 1 << 62])
-def test_sorted_unique_is_numpy_s_unique(n_keys):
-    """_sorted_unique gives np.unique's distinct keys and inverse, packed or
-    (keys too wide to pack with their places) by np.unique itself."""
-    from solver.basis import _sorted_unique
-
-    rng = np.random.default_rng(7)
-    for n in (0, 1, 2, 1000):
-        keys = rng.integers(0, min(n_keys, 50), n) * (n_keys // 50)
-        distinct, which = _sorted_unique(keys, n_keys)
-        expected, inverse = np.unique(keys, return_inverse=True)
-        np.testing.assert_array_equal(distinct, expected)
-        np.testing.assert_array_equal(which, inverse.ravel())
-        assert which.shape == (n,)
-
-
 def test_the_reduced_mass_is_the_transpose_product_of_the_lumped_masses():
     m = mixed_model()
     b = m.basis

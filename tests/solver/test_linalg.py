@@ -339,7 +339,3 @@ def test_group_sums_match_bincount_to_the_bit(monkeypatch, scipy_path):
     assert got.shape == (k, n_groups) and np.all(expected[:, -2:] == 0.0)
     assert np.array_equal(np.asarray(got).view(np.int64), expected.view(np.int64))
     assert linalg.group_sums(groups[:0], n_groups, X[:, :0]).shape == (k, n_groups)
-    sums = linalg.GroupSums(groups, n_groups)  # kept for more calls: the same bits each time
-    for Y in (X, X[::-1] * 3.0):
-        expected = np.bincount(where, Y.ravel(), k * n_groups).reshape(k, n_groups)
-        assert np.array_equal(np.asarray(sums(Y)).view(np.int64), expected.view(np.int64))
