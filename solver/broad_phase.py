@@ -292,9 +292,9 @@ class CandidateCache:
     (design 17 has the measurements).  When a few boxes leave theirs (up to
     PARTIAL_SHARE of them: a pile's iterations move a few bodies far), only
     those get new reference boxes and are searched again, against every
-    box in windows of the boxes sorted by x (:meth:`_update`); the list
-    stays every pair of overlapping reference boxes, so the answers are
-    still the full search's."""
+    box (:meth:`_update`, :func:`_sweep`); the list stays every pair of
+    overlapping reference boxes, so the answers are still the full
+    search's."""
 
     def __init__(self):
         self._reference = None  # (plo, phi, elo, ehi, pi, ei) of the last full search
