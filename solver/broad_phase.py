@@ -28,6 +28,10 @@ PARTIAL_SHARE = 0.02  # CandidateCache: up to this share of boxes outside theirs
 PARTIAL_TESTS = 4  # ... in at most this many box tests per box
 PARTIAL_KEPT = 3  # ... while the list kept is at most this many times the last answer
 WIDE_SWEEP = 4.0  # in that search, boxes this many times wider than the mean are tested against all
+# ... or, for a few boxes, against the boxes around runs of this many consecutive boxes first
+# (a body's primitives are numbered together: a run lies in one or two bodies)
+RUN = 64
+RUN_TESTS = 32  # ... while (boxes searched) x (runs) is at most this many times the boxes
 
 
 def point_boxes(x0, x1, pad):
@@ -267,11 +271,12 @@ def _join_cells_apart(pbox, pkey, ebox, ekey, groups):
 
 
 def _expand_runs(pbox, lo, n, ebox):
-    """(pi, ei): each pbox[k] paired with ebox[lo[k] : lo[k] + n[k]]."""
+    """(pi, ei): each pbox[k] paired with ebox[lo[k] : lo[k] + n[k]] (ebox
+    None: the ids lo[k] ... themselves)."""
     pi = np.repeat(pbox, n)
     start = np.cumsum(n) - n
-    ei = ebox[np.repeat(lo, n) + np.arange(n.sum()) - np.repeat(start, n)]
-    return pi, ei
+    ei = np.repeat(lo - start, n) + np.arange(n.sum())
+    return pi, (ei if ebox is None else ebox[ei])
 
 
 class CandidateCache:
@@ -287,9 +292,9 @@ class CandidateCache:
     (design 17 has the measurements).  When a few boxes leave theirs (up to
     PARTIAL_SHARE of them: a pile's iterations move a few bodies far), only
     those get new reference boxes and are searched again, against every
-    box in windows of the boxes sorted by x (:meth:`_update`); the list
-    stays every pair of overlapping reference boxes, so the answers are
-    still the full search's."""
+    box (:meth:`_update`, :func:`_sweep`); the list stays every pair of
+    overlapping reference boxes, so the answers are still the full
+    search's."""
 
     def __init__(self):
         self._reference = None  # (plo, phi, elo, ehi, pi, ei) of the last full search
@@ -306,10 +311,14 @@ class CandidateCache:
         boxes = plo, phi, elo, ehi
         ref = self._reference
         fresh = ref is None or not _covers(self._groups, groups)
-        if not fresh and not _inside(boxes, ref[:4]):
+        if not fresh:
+            out = _outside_all(boxes, ref[:4])
             # a list kept from wide margins (a step's first search) costs more per query than
             # a search: its reference boxes shrink to the query's (with margins) too
-            fresh = not self._update(boxes, margins, len(ref[4]) > PARTIAL_KEPT * self._found)
+            fresh = out is None or (
+                (out[0].any() or out[1].any())
+                and not self._update(boxes, margins, out, len(ref[4]) > PARTIAL_KEPT * self._found)
+            )
         if fresh:
             pm, em = margins
             wide = (plo - pm, phi + pm, elo - em, ehi + em)
@@ -322,32 +331,33 @@ class CandidateCache:
         self._found = np.count_nonzero(ok)
         return pi[ok], ei[ok]
 
-    def _update(self, boxes, margins, shrink=False):
-        """Give the boxes that left their reference ones new ones (inflated by
-        margins) and replace their pairs by a search of them alone; False
-        (nothing changed) when the counts differ or more than PARTIAL_SHARE of
+    def _update(self, boxes, margins, out, shrink=False):
+        """Give the boxes that left their reference ones (out: the points' and
+        the edges' (n,) bool) new ones (inflated by margins) and replace their
+        pairs by a search of them alone; False when more than PARTIAL_SHARE of
         the boxes left, or the search would take more than PARTIAL_TESTS box
-        tests per box.  shrink: every other reference box shrinks to its
-        overlap with the query's box inflated by margins (it still holds the
-        query's box), and the kept pairs to those whose shrunk boxes overlap:
-        a subset of the kept ones, so the list is still every pair of
+        tests per box (the reference boxes may then have changed: a full
+        search replaces them).  shrink: every other reference box shrinks to
+        its overlap with the query's box inflated by margins (it still holds
+        the query's box), and the kept pairs to those whose shrunk boxes
+        overlap: a subset of the kept ones, so the list is still every pair of
         overlapping reference boxes."""
         rplo, rphi, relo, rehi, pi, ei = self._reference
         plo, phi, elo, ehi = boxes
-        if len(plo) != len(rplo) or len(elo) != len(relo):
-            return False
-        p_out, e_out = _outside(plo, phi, rplo, rphi), _outside(elo, ehi, relo, rehi)
+        p_out, e_out = out
         if np.count_nonzero(p_out) + np.count_nonzero(e_out) > PARTIAL_SHARE * (len(plo) + len(elo)):
             return False
         pm, em = margins
-        if shrink:
+        if shrink:  # (new arrays: the rows below are replaced in them)
             rplo, rphi = np.maximum(rplo, plo - pm), np.minimum(rphi, phi + pm)
             relo, rehi = np.maximum(relo, elo - em), np.minimum(rehi, ehi + em)
-        rplo, rphi = _replaced(rplo, plo - pm, p_out), _replaced(rphi, phi + pm, p_out)
-        relo, rehi = _replaced(relo, elo - em, e_out), _replaced(rehi, ehi + em, e_out)
+        p_ids, e_ids = np.flatnonzero(p_out), np.flatnonzero(e_out)
+        pm, em = _rows(pm, p_ids), _rows(em, e_ids)
+        rplo[p_ids], rphi[p_ids] = plo[p_ids] - pm, phi[p_ids] + pm
+        relo[e_ids], rehi[e_ids] = elo[e_ids] - em, ehi[e_ids] + em
         budget = PARTIAL_TESTS * (len(plo) + len(elo))
-        found_p = _sweep(rplo, rphi, np.flatnonzero(p_out), relo, rehi, budget)  # (point, edge)
-        found_e = _sweep(relo, rehi, np.flatnonzero(e_out), rplo, rphi, budget)  # (edge, point)
+        found_p = _sweep(rplo, rphi, p_ids, relo, rehi, budget)  # (point, edge)
+        found_e = _sweep(relo, rehi, e_ids, rplo, rphi, budget)  # (edge, point)
         if found_p is None or found_e is None:
             return False
         other = ~p_out[found_e[1]]  # the left points' pairs are in found_p
@@ -360,11 +370,17 @@ class CandidateCache:
         if shrink:
             stay &= pairs_overlap(rplo, rphi, relo, rehi, pi, ei)
         n_e = len(elo)
-        key = np.sort(
-            np.concatenate([pi[stay].astype(np.int64) * n_e + ei[stay], new_p.astype(np.int64) * n_e + new_e])
-        )
+        # the kept pairs are sorted, the new ones (none of them kept) go in between
+        kept = pi[stay].astype(np.int64) * n_e + ei[stay]
+        new = np.sort(new_p.astype(np.int64) * n_e + new_e)
+        key = np.insert(kept, np.searchsorted(kept, new), new)
         self._reference = (rplo, rphi, relo, rehi, (key // n_e).astype(np.intp), (key % n_e).astype(np.intp))
         return True
+
+
+def _rows(margin, ids):
+    """The rows ids of a margin (n, 1), or the scalar margin itself."""
+    return margin[ids] if np.ndim(margin) else margin
 
 
 def _outside(lo, hi, rlo, rhi):
@@ -374,23 +390,45 @@ def _outside(lo, hi, rlo, rhi):
     return ~inside
 
 
-def _replaced(a, b, rows):
-    """a (n, 2) with its rows given by the mask rows taken from b (n, 2)."""
-    out = a.copy()
-    out[rows] = b[rows]
-    return out
-
-
 def _sweep(qlo, qhi, which, slo, shi, budget):
     """(q ids, s ids): the pairs of the boxes q[which] (ids) and every box s
-    that overlap, or None when that takes more than budget box tests.  Each
-    q box is tested against a window of the s boxes sorted by x: those whose
-    lower x lies within the widest s box of its x range (any overlapping one
-    does); s boxes WIDE_SWEEP times wider than the mean (a primitive that
-    moved far) are left out of the windows' width and tested against every
-    q box instead."""
+    that overlap, or None when that takes more than budget box tests.  A few
+    q boxes (most partial updates: 1-100 of R1000's 64k) are tested against
+    the boxes around runs of RUN consecutive s boxes, then against the boxes
+    of the runs they overlap (:func:`_run_pairs`: no sort of every box);
+    more by :func:`_window_pairs`."""
     if len(which) == 0 or len(slo) == 0:
         return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    if len(which) * -(-len(slo) // RUN) <= RUN_TESTS * len(slo):
+        found = _run_pairs(qlo, qhi, which, slo, shi, budget)
+        if found is not None:
+            return found
+    return _window_pairs(qlo, qhi, which, slo, shi, budget)
+
+
+def _run_pairs(qlo, qhi, which, slo, shi, budget):
+    """_sweep by runs of RUN consecutive s boxes: each q box against every
+    run's bounding box, then against the boxes of the runs it overlaps (None:
+    more than budget of those)."""
+    n = len(slo)
+    starts = np.arange(0, n, RUN)
+    rlo, rhi = np.minimum.reduceat(slo, starts, axis=0), np.maximum.reduceat(shi, starts, axis=0)
+    qk, rk = np.nonzero(overlap_matrix(qlo[which], qhi[which], rlo, rhi))
+    first = starts[rk]
+    size = np.minimum(first + RUN, n) - first
+    if size.sum() > budget:
+        return None
+    qi, si = _expand_runs(which[qk], first, size, None)
+    ok = pairs_overlap(qlo, qhi, slo, shi, qi, si)
+    return qi[ok], si[ok]
+
+
+def _window_pairs(qlo, qhi, which, slo, shi, budget):
+    """_sweep by windows: each q box is tested against a window of the s
+    boxes sorted by x: those whose lower x lies within the widest s box of
+    its x range (any overlapping one does); s boxes WIDE_SWEEP times wider
+    than the mean (a primitive that moved far) are left out of the windows'
+    width and tested against every q box instead."""
     widths = shi[:, 0] - slo[:, 0]
     wide = widths > WIDE_SWEEP * np.mean(widths)
     narrow = np.flatnonzero(~wide)
@@ -425,13 +463,14 @@ def _covers(reference, query):
     return same and not np.any(reference.apart & ~query.apart)
 
 
-def _inside(boxes, reference):
-    """Whether every box (plo, phi, elo, ehi) lies inside its reference box."""
+def _outside_all(boxes, reference):
+    """(points (P,), edges (E,) bool): the boxes (plo, phi, elo, ehi) not
+    inside their reference boxes; None when their numbers differ."""
     if len(boxes[0]) != len(reference[0]) or len(boxes[2]) != len(reference[2]):
-        return False
+        return None
     plo, phi, elo, ehi = boxes
     rplo, rphi, relo, rehi = reference
-    return bool(np.all(plo >= rplo) and np.all(phi <= rphi) and np.all(elo >= relo) and np.all(ehi <= rehi))
+    return _outside(plo, phi, rplo, rphi), _outside(elo, ehi, relo, rehi)
 
 
 def pairs_overlap(alo, ahi, blo, bhi, ai, bi):

@@ -20,6 +20,10 @@ from .links import LinkSet, build_links
 from .modal import ModalBasis, build_modal_basis
 from .validate import check_scene
 
+# Model.plane_near's slack for rounding, relative to a body's size and coordinates: far
+# above the drift of Newton's iterates from B's range, far below a contact distance
+PLANE_SLACK = 1e-7
+
 
 @dataclass(frozen=True)
 class KinematicGroup:
@@ -126,33 +130,93 @@ class Model:
         first = rigid[np.unique(body[rigid], return_index=True)[1]]
         return np.concatenate([tris[body < 0], tris[first]])
 
-    def plane_distances(self, x):
+    def plane_distances(self, x, near=None):
         """(B, H) signed distance of each body boundary vertex hp_points at
         x (N, 2) to each half-plane, from the points gathered once (np.take:
-        x[hp_points] copies row by row, twenty times slower on R1000's 32k)."""
-        return barrier.plane_distances(
-            np.take(x, self.hp_points, axis=0), self.plane_point, self.plane_normal
-        )
+        x[hp_points] copies row by row, twenty times slower on R1000's 32k);
+        near: only those vertices' rows (ids into hp_points, :meth:`plane_near`)."""
+        pts = self.hp_points if near is None else self.hp_points[near]
+        return barrier.plane_distances(np.take(x, pts, axis=0), self.plane_point, self.plane_normal)
 
-    def plane_motions(self, dx):
+    def plane_motions(self, dx, near=None):
         """(B, H) motion dx (N, 2) of each boundary vertex hp_points along each
         half-plane's normal (plane_distances' sum without the plane points),
-        plane by plane and transposed as there."""
-        dxh, n = np.take(dx, self.hp_points, axis=0), self.plane_normal
+        plane by plane and transposed as there; near: as in plane_distances."""
+        pts = self.hp_points if near is None else self.hp_points[near]
+        dxh, n = np.take(dx, pts, axis=0), self.plane_normal
         d = dxh[:, 0] * n[:, 0:1]
         d += dxh[:, 1] * n[:, 1:2]
         return d.T
 
-    def plane_pairs_below(self, d, dist):
+    def plane_pairs_below(self, d, dist, near=None):
         """The (boundary vertex, plane) pairs of distances d (B, H) (plane_distances)
         below dist: (vertices (n,), plane ids (n,), distances (n,)), vertex-major
-        (a vertex's planes in turn), the order sums over the pairs are taken in."""
+        (a vertex's planes in turn), the order sums over the pairs are taken in;
+        near: the ids of d's rows into hp_points (None: all of them)."""
         i, j = np.nonzero(d < dist)
-        return self.hp_points[i], j, d[i, j]
+        return (self.hp_points if near is None else self.hp_points[near])[i], j, d[i, j]
 
     def plane_pairs_within(self, x, dist):
-        """plane_pairs_below(plane_distances(x), dist): the pairs closer than dist at x."""
-        return self.plane_pairs_below(self.plane_distances(x), dist)
+        """plane_pairs_below(plane_distances(x), dist): the pairs closer than dist
+        at x (the same pairs, from the vertices plane_near leaves)."""
+        near = self.plane_near(x, dist)
+        return self.plane_pairs_below(self.plane_distances(x, near), dist, near)
+
+    def plane_near(self, x, dist, dx=None, eta=0.0):
+        """Sorted ids into hp_points of the vertices that may be closer than
+        dist to a half-plane at x (N, 2) or, with dx, get closer than (1 - eta)
+        of their distance along x -> x + dx (a CCD step below 1); None: all.
+        Rigid bodies are cleared as a whole (design 17): from an anchor a of
+        the body, on B's range (Newton's iterates and steps), x_i = x_a +
+        A (X_i - X_a), so each vertex is within |A|_F r of the anchor (r: the
+        body's largest rest distance from it) and moves within |dA|_F r of its
+        motion: a body whose anchor is farther than that (with a factor 2 on
+        the motion and a slack for rounding) has no vertex that the test
+        would report, and its vertices' distances are not computed."""
+        hp = self._plane_bodies
+        if hp is None or len(self.plane_point) == 0:
+            return None
+        basis, anchor, radius, runs = hp
+        xa = np.take(x, anchor, axis=0)
+        reach = np.sqrt(np.sum(basis.affine(x) ** 2, axis=(1, 2))) * radius
+        tol = PLANE_SLACK * (1.0 + radius + np.abs(xa).max(axis=1))
+        # (R, H): how far each body's anchor is beyond dist, less the body's reach
+        room = (
+            barrier.plane_distances(xa, self.plane_point, self.plane_normal)
+            - (dist + reach + 2.0 * tol)[:, None]
+        )
+        clear = room >= 0.0
+        if dx is not None:
+            dxa = np.take(dx, anchor, axis=0)
+            spread = np.sqrt(np.sum(basis.affine(dx) ** 2, axis=(1, 2))) * radius
+            # the fastest approach of any of its vertices, plane by plane (dxa . n, -spread)
+            approach = spread[:, None] - (dxa @ self.plane_normal.T) + tol[:, None]
+            clear &= (1.0 - eta) * room >= 2.0 * approach
+        # the hp_points ids of the runs of the bodies kept (the last: no rigid body's)
+        first, size, owner = runs
+        keep = np.append(~clear.all(axis=1), True)[owner]
+        first, size = first[keep], size[keep]
+        return np.repeat(first - (np.cumsum(size) - size), size) + np.arange(size.sum())
+
+    @cached_property
+    def _plane_bodies(self):
+        """(basis, each rigid body's anchor vertex, its largest rest distance
+        from it over its hp_points, (first, size, owner): the runs of hp_points
+        of one rigid body (owner: its index) or of none (owner: n_rigid)) for
+        plane_near; None without rigid bodies (AffineBasis)."""
+        basis = self.basis
+        if not isinstance(basis, AffineBasis) or basis.n_rigid == 0:
+            return None
+        anchor = basis.anchors[:, 0]
+        body = basis.vertex_body[self.hp_points]
+        on = body >= 0
+        gap = np.linalg.norm(self.rest[self.hp_points[on]] - self.rest[anchor[body[on]]], axis=1)
+        radius = np.zeros(basis.n_rigid)
+        np.maximum.at(radius, body[on], gap)
+        owner = np.where(on, body, basis.n_rigid)
+        first = np.flatnonzero(np.concatenate([[True], owner[1:] != owner[:-1]]))
+        size = np.diff(np.append(first, len(owner)))
+        return basis, anchor, radius, (first, size, owner[first])
 
     @cached_property
     def pair_eligible(self):

@@ -331,3 +331,30 @@ def test_a_long_kept_list_shrinks_when_a_few_boxes_leave(monkeypatch):
         x = x1
     assert len(full) == 1  # the first query only
     assert lengths[2] < lengths[1] / 3  # the wide list shrank at the third
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_sweep_by_runs_finds_the_pairs_of_one_by_windows(seed):
+    """_sweep's two searches of a few boxes against all: by the boxes around
+    runs of consecutive boxes and by windows sorted by x, the same pairs as
+    the dense test (some boxes wide, as a primitive that moved far)."""
+    rng = np.random.default_rng(seed)
+    n_q, n_s = rng.integers(50, 400, 2)
+    qlo = rng.uniform(0, 10, (n_q, 2))
+    qhi = qlo + rng.exponential(0.2, (n_q, 2))
+    # s boxes along chains (consecutive ids close together, as a body's primitives)
+    slo = (
+        rng.uniform(0, 10, (n_s // 20 + 1, 1, 2))
+        + np.cumsum(rng.normal(scale=0.1, size=(n_s // 20 + 1, 20, 2)), 1)
+    ).reshape(-1, 2)[:n_s]
+    shi = slo + rng.exponential(0.1, (n_s, 2))
+    shi[rng.random(n_s) < 0.02] += 3.0
+    which = np.flatnonzero(rng.random(n_q) < 0.1)
+    keys = []
+    for search in (broad_phase._run_pairs, broad_phase._window_pairs):
+        qi, si = search(qlo, qhi, which, slo, shi, 10**9)
+        keys.append(sorted(zip(qi.tolist(), si.tolist(), strict=True)))
+    dense = broad_phase.overlap_matrix(qlo[which], qhi[which], slo, shi)
+    want = sorted((int(which[i]), int(j)) for i, j in zip(*np.nonzero(dense), strict=True))
+    assert keys[0] == want and keys[1] == want
+    assert broad_phase._run_pairs(qlo, qhi, which, slo, shi, 0) is None or len(which) == 0

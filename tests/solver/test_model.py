@@ -97,3 +97,47 @@ def test_plane_pairs_within_are_the_brute_force_pairs_in_vertex_order(planes, se
     assert list(zip(pts.tolist(), pl.tolist(), d.tolist(), strict=True)) == [
         e for e in expected if e[2] < dist
     ]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.floats(0.0, 0.5),
+    st.floats(-0.5, 2.0),
+    st.sampled_from([0.0, 0.1, 0.5]),
+)
+def test_plane_near_leaves_every_pair_of_rigid_bodies_on_the_basis_range(seed, strain, dist, eta):
+    """Model.plane_near clears rigid bodies from their anchors: on B's range
+    (x = B q, dx = B dq; turned, shifted, strained bodies) the pairs within
+    dist and the half-plane CCD step are those of every vertex, to the bit."""
+    from solver.ccd import half_plane_step_at
+
+    rng = np.random.default_rng(seed)
+    scene = _scene()
+    rigid = [replace(b, kind="rigid", pins=()) for b in scene.bodies]
+    soft = replace(scene.bodies[1], name="soft", vertices=SQUARE + np.array([6.0, 0.0]), pins=())
+    bodies = (*rigid, soft)
+    scene = replace(scene, bodies=bodies)
+    planes = _planes_below(scene, rng.uniform(-math.pi, math.pi, 3), rng.uniform(0.0, 1.5, 3))
+    m = build_model(replace(scene, half_planes=planes))
+    basis = m.basis
+    q = basis.coords(m.rest)
+    dq = np.zeros_like(q)
+    for k in range(basis.n_rigid):
+        a = basis.a_dofs[k]
+        turn = rng.uniform(-math.pi, math.pi)
+        A = np.array([[math.cos(turn), -math.sin(turn)], [math.sin(turn), math.cos(turn)]])
+        A = A @ (np.eye(2) + strain * rng.uniform(-1, 1, (2, 2)))
+        q[a] = A.ravel()
+        dq[a] = rng.normal(scale=0.3, size=4)
+    for k in (0, 1):  # the shifts p: each body's third DOF per coordinate
+        q[basis.a_dofs[:, 0] + 3 * k + 2] += rng.normal(scale=2.0, size=basis.n_rigid)
+        dq[basis.a_dofs[:, 0] + 3 * k + 2] = rng.normal(scale=1.0, size=basis.n_rigid)
+    x, dx = basis.expand(q), basis.expand(dq)
+    full = m.plane_distances(x)
+    want = m.plane_pairs_below(full, dist)
+    for a, b in zip(m.plane_pairs_within(x, dist), want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    near = m.plane_near(x, 0.0, dx, eta)
+    step = half_plane_step_at(m.plane_distances(x, near), m.plane_motions(dx, near), eta)
+    assert step == half_plane_step_at(full, m.plane_motions(dx), eta)
