@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .geometry import closest_on_segment
+
 # S's diagonal raised by this fraction of its largest entry: rows of pairs
 # between the same bodies can be near dependent (a rigid body has 6 unknowns)
 REGULARIZATION = 1e-6
@@ -72,16 +74,15 @@ class Closing:
         (N, 2) that a step cut at their CCD step toi (n,) < 1 would close,
         farther apart than dhat at x (nearer ones have their barrier in the
         model): one per pair of owners, the one CCD stops first (their rows
-        are near parallel), those stopped first first.  Each may
-        close to keep, or to what CCD keeps of its gap if that is more."""
+        are near parallel), in the order CCD stops them.  Each may close to
+        keep, or to what CCD keeps of its gap if that is more."""
         cut = np.flatnonzero(toi < 1.0)
         if not len(cut):
             return None
         X = np.take(x, stencils[cut], axis=0)
         p, e0, e1 = X[:, 0], X[:, 1], X[:, 2]
-        edge = e1 - e0
-        t = np.clip(np.einsum("ni,ni->n", p - e0, edge) / np.einsum("ni,ni->n", edge, edge), 0.0, 1.0)
-        offset = p - (e0 + t[:, None] * edge)
+        t = closest_on_segment(p, e0, e1)
+        offset = p - (e0 + t[:, None] * (e1 - e0))
         d0 = np.sqrt(np.einsum("ni,ni->n", offset, offset))
         far = np.flatnonzero(d0 > self.dhat)
         pairs = np.take(self.owner, stencils[cut[far]][:, :2])
@@ -130,7 +131,6 @@ def active_set(S, a, room):
     S = W^T K^-1 W (positive definite) and a = W^T u0 (u0 the free minimum).
     Active-set iterations; None when a small solve fails."""
     active = a < -room
-    mu = np.zeros(len(room))
     for _ in range(ACTIVE_SET_ITERS):
         mu = np.zeros(len(room))
         idx = np.flatnonzero(active)

@@ -757,24 +757,22 @@ class Simulation:
     def _closing_rows(self, x, dx, cs):
         """The pairs of cs (swept over dx) that dx's CCD stops, as rows to hold
         (closing_pairs.py), or None."""
+        st, toi = self._pair_steps(x, dx, cs)
+        return self._closing.rows(x, st, toi) if len(st) else None
+
+    def _pair_steps(self, x, dx, cs):
+        """(stencils (n, 3), CCD steps (n,)) of cs's point-edge pairs along dx."""
         st = cs.idx[~cs.pp]
-        if not len(st):
-            return None
-        eta = self.settings.ccd_gap_kept
-        toi = ccd.point_edge_step(np.take(x, st, axis=0), np.take(dx, st, axis=0), eta=eta)
-        return self._closing.rows(x, st, toi)
+        # (np.take: x[st] copies row by row, several times slower)
+        X, dX = np.take(x, st, axis=0), np.take(dx, st, axis=0)
+        return st, ccd.point_edge_step(X, dX, eta=self.settings.ccd_gap_kept)
 
     def _ccd_step(self, x, dx, cs):
         """Largest fraction of dx that is collision-free (point-edge and half-planes)."""
         m = self.model
         alpha = 1.0
-        pe = ~cs.pp
-        if pe.any():
-            st = cs.idx[pe]
-            # (np.take: x[st] copies row by row, several times slower)
-            X, dX = np.take(x, st, axis=0), np.take(dx, st, axis=0)
-            toi = ccd.point_edge_step(X, dX, eta=self.settings.ccd_gap_kept)
-            alpha = min(alpha, float(toi.min()))
+        if not cs.pp.all():
+            alpha = min(alpha, float(self._pair_steps(x, dx, cs)[1].min()))
         hp = m.hp_points
         if len(hp) and len(m.plane_point):
             # on the (points, planes) grid from the points gathered once: the
