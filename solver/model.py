@@ -23,6 +23,10 @@ from .validate import check_scene
 # Model.plane_near's slack for rounding, relative to a body's size and coordinates: far
 # above the drift of Newton's iterates from B's range, far below a contact distance
 PLANE_SLACK = 1e-7
+# The test suite sets this (tests/conftest.py): plane_near then measures every vertex
+# it clears and raises if one was within reach (its premise, x and dx on B's range,
+# is not checked where x is made)
+CHECK_PLANE_NEAR = False
 
 
 @dataclass(frozen=True)
@@ -196,7 +200,22 @@ class Model:
         first, size, owner = runs
         keep = np.append(~clear.all(axis=1), True)[owner]
         first, size = first[keep], size[keep]
-        return np.repeat(first - (np.cumsum(size) - size), size) + np.arange(size.sum())
+        near = np.repeat(first - (np.cumsum(size) - size), size) + np.arange(size.sum())
+        if CHECK_PLANE_NEAR:
+            self._check_cleared(near, x, dist, dx, eta)
+        return near
+
+    def _check_cleared(self, near, x, dist, dx, eta):
+        """Raises AssertionError when a vertex plane_near left out of near is
+        closer than dist to a half-plane at x or, with dx, would end nearer
+        than eta of its distance along x -> x + dx (the pairs CCD reports)."""
+        out = np.ones(len(self.hp_points), bool)
+        out[near] = False
+        d = self.plane_distances(x)[out]
+        assert not (d < dist).any(), "plane_near cleared a vertex within dist of a half-plane"
+        if dx is not None:
+            dn = np.take(dx, self.hp_points[out], axis=0) @ self.plane_normal.T
+            assert not (d + dn < eta * d).any(), "plane_near cleared a vertex CCD would stop"
 
     @cached_property
     def _plane_bodies(self):
