@@ -90,6 +90,15 @@ def solver_failure(
     subject = f"'{name}'" if name else "the bodies"
     more_substeps = f"more Substeps (now {substeps})"
     m = _NEWTON.search(text)
+    pressed = _pressed_colliders(getattr(err, "stats", None), collider_names)
+    if m and pressed:
+        names = " and ".join(f"'{name}'" for name, _ in pressed)
+        return (
+            f"{head}: the simulation did not settle within Max Newton Iterations ({m['iters']}){when}: "
+            f"{'; '.join(text for _, text in pressed)}. To fix: key {names} to stop higher or move "
+            f"more slowly, make the bodies pressed softer (Deformable or Stiff instead of Rigid, or "
+            f"a lower Young's Modulus), or use {more_substeps}"
+        )
     if m:
         iters, speed, tol = int(m["iters"]), _num(m["speed"]), _num(m["tol"])
         imb, ftol = _num(m["imb"]), _num(m["ftol"])
@@ -124,6 +133,26 @@ def solver_failure(
             f"use {more_substeps}, or remesh {subject} with Make Simulation Mesh (very thin triangles)"
         )
     return f"{head}: {text}" + (f" ({when.strip()}{at})" if at else "")
+
+
+def _pressed_colliders(stats, collider_names) -> list[tuple[str, str]]:
+    """[(name, "collider 'Lid' is pressed into ...")] for the colliders whose keyed position
+    overlaps the bodies at the end of the step that failed (empty if none, or stats unknown):
+    colliders the bodies cannot make room for fast enough, which no iteration count or
+    tolerance cures (solver/collider_check.py, pressed_note)."""
+    if stats is None:
+        return []
+    return [
+        (
+            name,
+            f"collider '{name}' is pressed into the bodies (as keyed it overlaps them by "
+            f"{format_length(-dist)} and lags {format_length(lag)} behind its keys)",
+        )
+        for name, lag, dist in zip(
+            collider_names, stats.collider_lags, stats.animated_collider_distances, strict=False
+        )
+        if dist < 0.0
+    ]
 
 
 def rigid_strain_warning(strained, names) -> str:

@@ -80,6 +80,26 @@ def collider_status(model, x, target, dhat, near):
     return lags, dist
 
 
+def pressed_note(names, lags, distances):
+    """What a step that did not converge says about the colliders pressed into the bodies
+    ('' if none): those whose animated position overlaps the bodies at the step's end
+    (distances < 0, :func:`collider_status`).  The penalty that drives such a collider to its
+    keys grows with its lag, and bodies that cannot make room fast enough (rigid shapes jammed
+    in a box, a lid slammed onto them) cannot balance it: the cause to name, where more
+    iterations or a looser tolerance do not help
+    (docs/design/10-prescribed-motion.md).  names, lags (C,), distances (C,): per collider."""
+    pressed = [
+        f"collider '{name}' is pressed into the bodies (as animated it overlaps them by {-d:.3g} m; "
+        f"it lags {lag:.3g} m behind its keys)"
+        for name, lag, d in zip(names, lags, distances, strict=True)
+        if d < 0.0
+    ]
+    if not pressed:
+        return ""
+    it = "it" if len(pressed) == 1 else "them"
+    return "; ".join(pressed) + f": key {it} to stop higher or move more slowly, or make the bodies softer"
+
+
 def crossed(X, dX):
     """(n,) bool: on the straight move X -> X + dX of point-edge stencils (n, 3, 2)
     ([point, e0, e1], each moving linearly), the point passes through the segment: it

@@ -32,7 +32,7 @@ from .animated import AnimatedModel
 from .basis import rigid_strains
 from .broad_phase import CandidateCache, Groups
 from .closing_pairs import Closing
-from .collider_check import collider_status
+from .collider_check import collider_status, pressed_note
 from .contacts import build_contact_set, candidate_stencils, pair_friction, plane_friction
 from .distance import case_and_distance_sq
 from .errors import ConvergenceError
@@ -844,7 +844,12 @@ class Simulation:
             rigid_strains=self._rigid_strains(),
         )
         if not solved.converged:
-            text = f"step {self.step_index} (t = {self.time:.4g} s): {solved.message}"
+            # a collider pressed into bodies that cannot make room is the cause to name
+            pressed = pressed_note([c.name for c in self.scene.colliders], s.col_lags, s.col_dist)
+            failure = f"{solved.message}; {pressed}" if pressed else solved.message
+            if pressed:
+                stats = dataclasses.replace(stats, message=f"{message}; {pressed}")
+            text = f"step {self.step_index} (t = {self.time:.4g} s): {failure}"
             if p.strict:
                 raise ConvergenceError(text, step=self.step_index, stats=stats, vertex=solved.vertex)
             warnings.warn(text, RuntimeWarning, stacklevel=3)

@@ -112,3 +112,50 @@ def test_other_solver_failures_say_what_to_change():
 
     text = messages.solver_failure(RuntimeError("boom"), frame=5, substep=2, substeps=2, **where)
     assert text == "Solver failed at frame 5: RuntimeError: boom", text
+
+
+def test_a_failure_under_a_pressed_collider_names_it_and_says_what_to_change():
+    """The solver's own failure with a collider pressed into bodies that cannot make room:
+    four rigid shapes in a box, the ceiling slammed down onto them at 4 m/s
+    (tests/solver/test_collider_lag.py). The message names the collider with its overlap and
+    lag in readable units, and the fixes that help (its keys, softer bodies, substeps), not Max
+    Newton Iterations nor the tolerances, which do not."""
+    import warnings
+    from dataclasses import replace
+
+    messages, solver = harness.sub("messages"), harness.sub("solver")
+    scene = harness.sub("solver.examples").pile(n_shapes=4, n_columns=2, ceiling_speed=4.0)
+    scene = replace(scene, bodies=tuple(replace(b, kind="rigid") for b in scene.bodies))
+    sim = solver.Simulation(scene)
+    err = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            for _ in range(20):
+                sim.step()
+        except solver.ConvergenceError as caught:
+            err = caught
+    assert err is not None, "the slammed ceiling's step converged"
+    bodies = [types.SimpleNamespace(name=b.name, used=np.arange(len(b.vertices))) for b in scene.bodies]
+    text = messages.solver_failure(
+        err,
+        frame=4,
+        substep=1,
+        substeps=2,
+        bodies=bodies,
+        body_slices=sim.model.body_slices,
+        collider_names=["Lid"],
+        collider_slices=sim.model.collider_slices,
+        params=scene.params,
+    )
+    print(text)
+    assert text.startswith("Solver failed at frame 4: the simulation did not settle"), text
+    m = re.search(r"'Lid' is pressed into the bodies \(as keyed it overlaps them by (\S+) (µm|mm|m) ", text)
+    assert m, text
+    overlap = float(m.group(1)) * {"µm": 1e-6, "mm": 1e-3, "m": 1.0}[m.group(2)]
+    measured = -err.stats.animated_collider_distances[0]
+    assert abs(overlap - measured) <= 2e-3 * measured, (measured, text)
+    assert "To fix: key 'Lid' to stop higher or move more slowly" in text, text
+    assert "Rigid" in text and "more Substeps (now 2)" in text, text
+    for word in ("raise Max Newton Iterations", "Tolerance", "'ceiling'", "|dx|"):
+        assert word not in text, (word, text)

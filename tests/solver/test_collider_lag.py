@@ -10,7 +10,9 @@ invariants.py (point-segment distance, exact segment intersection, point in tria
 with the solver's own kernels.
 """
 
+import re
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -22,9 +24,20 @@ from invariants import (
     segments_intersect,
 )
 
-from solver import Body, Collider, HalfPlane, Material, Pin, Scene, SimParams, Simulation, simulate
-from solver.collider_check import collider_status, compact_ranges
-from solver.examples import compressing_squares
+from solver import (
+    Body,
+    Collider,
+    ConvergenceError,
+    HalfPlane,
+    Material,
+    Pin,
+    Scene,
+    SimParams,
+    Simulation,
+    simulate,
+)
+from solver.collider_check import collider_status, compact_ranges, pressed_note
+from solver.examples import compressing_squares, pile
 from solver.io import cli
 from solver.model import build_model
 
@@ -297,3 +310,36 @@ def test_stats_of_a_scene_without_colliders():
     s = sim.step()
     assert s.animated_collider_distance == np.inf
     assert s.collider_lags == () and s.animated_collider_distances == ()
+
+
+def test_a_step_that_fails_under_a_pressed_collider_names_it():
+    """Four rigid shapes in a box, the ceiling slammed down onto them at 4 m/s: they cannot
+    make room within a step, the penalty driving the ceiling to its keys grows past what they
+    balance, and a step fails (step 6, on both linear-solver paths).  Its error names the
+    ceiling as pressed into the bodies, by the overlap measured here from the geometry (the
+    bodies' top above the ceiling's keyed height), and says what to change: no iteration
+    count or tolerance cures it (docs/design/10-prescribed-motion.md)."""
+    scene = pile(n_shapes=4, n_columns=2, ceiling_speed=4.0)
+    scene = replace(scene, bodies=tuple(replace(b, kind="rigid") for b in scene.bodies))
+    sim = Simulation(scene)
+    with pytest.raises(ConvergenceError) as info, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the motion check's notes on the way
+        for _ in range(20):
+            sim.step()
+    err, ceiling = info.value, scene.colliders[0]
+    keyed = np.interp(err.stats.time, ceiling.times, ceiling.positions[:, 0, 1])
+    top = sim.x[~sim.model.is_collider, 1].max()
+    assert top > keyed  # the bodies stick out above the ceiling as keyed
+    text = str(err)
+    m = re.search(r"'ceiling' is pressed into the bodies \(as animated it overlaps them by (\S+) m", text)
+    assert m, text
+    assert float(m.group(1)) == pytest.approx(top - keyed, rel=2e-3)
+    assert text.endswith("key it to stop higher or move more slowly, or make the bodies softer"), text
+    assert err.stats.message.startswith("Newton did not converge") and "'ceiling'" in err.stats.message
+
+
+def test_pressed_note_names_only_the_colliders_that_overlap():
+    assert pressed_note(["lid", "wall"], [0.0, 0.0], [np.inf, 0.001]) == ""
+    note = pressed_note(["lid", "wall", "ram"], [0.002, 0.0, 0.003], [-0.001, 0.001, -0.002])
+    assert "'lid'" in note and "'ram'" in note and "'wall'" not in note
+    assert "key them to stop higher" in note
