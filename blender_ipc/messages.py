@@ -94,10 +94,11 @@ def solver_failure(
     if m and pressed:
         names = " and ".join(f"'{name}'" for name, _ in pressed)
         return (
-            f"{head}: the simulation did not settle within Max Newton Iterations ({m['iters']}){when}: "
-            f"{'; '.join(text for _, text in pressed)}. To fix: key {names} to stop higher or move "
-            f"more slowly, make the bodies pressed softer (Deformable or Stiff instead of Rigid, or "
-            f"a lower Young's Modulus), or use {more_substeps}"
+            f"{head}: the simulation did not settle within Max Newton Iterations ({m['iters']}){when}{at}, "
+            f"most likely because {'; '.join(text for _, text in pressed)}. To fix: key {names} to stop "
+            f"sooner or move more slowly, make the bodies it presses softer (Stiff or Deformable if "
+            f"they are Rigid, or a lower Young's Modulus), use {more_substeps}, or raise Max Newton "
+            f"Iterations (now {m['iters']})"
         )
     if m:
         iters, speed, tol = int(m["iters"]), _num(m["speed"]), _num(m["tol"])
@@ -138,14 +139,14 @@ def solver_failure(
 def _pressed_colliders(stats, collider_names) -> list[tuple[str, str]]:
     """[(name, "collider 'Lid' is pressed into ...")] for the colliders whose keyed position
     overlaps the bodies at the end of the step that failed (empty if none, or stats unknown):
-    colliders the bodies cannot make room for fast enough, which no iteration count or
-    tolerance cures (solver/collider_check.py, pressed_note)."""
+    most likely the cause, colliders the bodies cannot make room for fast enough, which more
+    iterations or a looser tolerance seldom cure (solver/collider_check.py, pressed_note)."""
     if stats is None:
         return []
     return [
         (
             name,
-            f"collider '{name}' is pressed into the bodies (as keyed it overlaps them by "
+            f"collider '{name}' is pressed into the bodies (as animated it overlaps them by "
             f"{format_length(-dist)} and lags {format_length(lag)} behind its keys)",
         )
         for name, lag, dist in zip(

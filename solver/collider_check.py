@@ -85,8 +85,9 @@ def pressed_note(names, lags, distances):
     ('' if none): those whose animated position overlaps the bodies at the step's end
     (distances < 0, :func:`collider_status`).  The penalty that drives such a collider to its
     keys grows with its lag, and bodies that cannot make room fast enough (rigid shapes jammed
-    in a box, a lid slammed onto them) cannot balance it: the cause to name, where more
-    iterations or a looser tolerance do not help
+    in a box, a lid slammed onto them) cannot balance it: the likely cause to name, which more
+    iterations or a looser tolerance seldom cure (a collider still moving when a step fails
+    for another reason also ends a little into the bodies)
     (docs/design/10-prescribed-motion.md).  names, lags (C,), distances (C,): per collider."""
     pressed = [
         f"collider '{name}' is pressed into the bodies (as animated it overlaps them by {-d:.3g} m; "
@@ -97,7 +98,10 @@ def pressed_note(names, lags, distances):
     if not pressed:
         return ""
     it = "it" if len(pressed) == 1 else "them"
-    return "; ".join(pressed) + f": key {it} to stop higher or move more slowly, or make the bodies softer"
+    return (
+        "; ".join(pressed)
+        + f", the likely cause: key {it} to stop sooner or move more slowly, or make the bodies softer"
+    )
 
 
 def crossed(X, dX):

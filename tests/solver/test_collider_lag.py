@@ -333,8 +333,10 @@ def test_a_step_that_fails_under_a_pressed_collider_names_it():
     text = str(err)
     m = re.search(r"'ceiling' is pressed into the bodies \(as animated it overlaps them by (\S+) m", text)
     assert m, text
-    assert float(m.group(1)) == pytest.approx(top - keyed, rel=2e-3)
-    assert text.endswith("key it to stop higher or move more slowly, or make the bodies softer"), text
+    assert float(m.group(1)) == pytest.approx(top - keyed, rel=5e-3)  # printed to 3 digits
+    assert text.endswith(
+        "the likely cause: key it to stop sooner or move more slowly, or make the bodies softer"
+    )
     assert err.stats.message.startswith("Newton did not converge") and "'ceiling'" in err.stats.message
 
 
@@ -342,4 +344,4 @@ def test_pressed_note_names_only_the_colliders_that_overlap():
     assert pressed_note(["lid", "wall"], [0.0, 0.0], [np.inf, 0.001]) == ""
     note = pressed_note(["lid", "wall", "ram"], [0.002, 0.0, 0.003], [-0.001, 0.001, -0.002])
     assert "'lid'" in note and "'ram'" in note and "'wall'" not in note
-    assert "key them to stop higher" in note
+    assert "key them to stop sooner" in note
