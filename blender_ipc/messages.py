@@ -19,7 +19,7 @@ import numpy as np
 from .common import format_length
 from .solver import ConvergenceError, SolverInputError
 from .solver.basis import RIGID_STRAIN_LIMIT
-from .solver.collider_check import compact_ranges
+from .solver.collider_check import compact_ranges, pressed
 
 # The solver's messages (solver/newton.py), matched to pick out their numbers.
 _NEWTON = re.compile(
@@ -137,22 +137,19 @@ def solver_failure(
 
 
 def _pressed_colliders(stats, collider_names) -> list[tuple[str, str]]:
-    """[(name, "collider 'Lid' is pressed into ...")] for the colliders whose keyed position
-    overlaps the bodies at the end of the step that failed (empty if none, or stats unknown):
-    most likely the cause, colliders the bodies cannot make room for fast enough, which more
-    iterations or a looser tolerance seldom cure (solver/collider_check.py, pressed_note)."""
+    """[(name, "collider 'Lid' is pressed into ...")] for the colliders pressed into the bodies
+    at the end of the step that failed (solver/collider_check.py, pressed: the likely cause;
+    empty if none, or stats unknown)."""
     if stats is None:
         return []
+    found = pressed(collider_names, stats.collider_lags, stats.animated_collider_distances)
     return [
         (
             name,
             f"collider '{name}' is pressed into the bodies (as animated it overlaps them by "
-            f"{format_length(-dist)} and lags {format_length(lag)} behind its keys)",
+            f"{format_length(overlap)} and lags {format_length(lag)} behind its keys)",
         )
-        for name, lag, dist in zip(
-            collider_names, stats.collider_lags, stats.animated_collider_distances, strict=False
-        )
-        if dist < 0.0
+        for name, lag, overlap in found
     ]
 
 

@@ -80,26 +80,33 @@ def collider_status(model, x, target, dhat, near):
     return lags, dist
 
 
+def pressed(names, lags, distances):
+    """[(name, lag, overlap)] of the colliders pressed into the bodies: those whose animated
+    position overlaps the bodies (distances < 0, :func:`collider_status`; overlap = -distance).
+    names, lags (C,), distances (C,): per collider.  The penalty that drives such a collider to
+    its keys grows with its lag, and bodies that cannot make room fast enough (rigid shapes
+    jammed in a box, a lid slammed onto them) cannot balance it: when a step fails, the likely
+    cause to name, which more iterations or a looser tolerance seldom cure (a collider still
+    moving when a step fails for another reason also ends a little into the bodies;
+    docs/design/10-prescribed-motion.md).  The solver's note is :func:`pressed_note`, the
+    add-on words its own."""
+    # not strict: this words a failure, and must not replace its error with its own
+    return [(n, lag, -d) for n, lag, d in zip(names, lags, distances, strict=False) if d < 0.0]
+
+
 def pressed_note(names, lags, distances):
-    """What a step that did not converge says about the colliders pressed into the bodies
-    ('' if none): those whose animated position overlaps the bodies at the step's end
-    (distances < 0, :func:`collider_status`).  The penalty that drives such a collider to its
-    keys grows with its lag, and bodies that cannot make room fast enough (rigid shapes jammed
-    in a box, a lid slammed onto them) cannot balance it: the likely cause to name, which more
-    iterations or a looser tolerance seldom cure (a collider still moving when a step fails
-    for another reason also ends a little into the bodies)
-    (docs/design/10-prescribed-motion.md).  names, lags (C,), distances (C,): per collider."""
-    pressed = [
-        f"collider '{name}' is pressed into the bodies (as animated it overlaps them by {-d:.3g} m; "
-        f"it lags {lag:.3g} m behind its keys)"
-        for name, lag, d in zip(names, lags, distances, strict=True)
-        if d < 0.0
-    ]
-    if not pressed:
+    """What a step that did not converge says about the colliders :func:`pressed` into the
+    bodies ('' if none)."""
+    found = pressed(names, lags, distances)
+    if not found:
         return ""
-    it = "it" if len(pressed) == 1 else "them"
+    it = "it" if len(found) == 1 else "them"
     return (
-        "; ".join(pressed)
+        "; ".join(
+            f"collider '{name}' is pressed into the bodies (as animated it overlaps them by {overlap:.3g} m; "
+            f"it lags {lag:.3g} m behind its keys)"
+            for name, lag, overlap in found
+        )
         + f", the likely cause: key {it} to stop sooner or move more slowly, or make the bodies softer"
     )
 

@@ -844,11 +844,12 @@ class Simulation:
             rigid_strains=self._rigid_strains(),
         )
         if not solved.converged:
-            # a collider pressed into bodies that cannot make room is the cause to name
-            pressed = pressed_note([c.name for c in self.scene.colliders], s.col_lags, s.col_dist)
-            failure = f"{solved.message}; {pressed}" if pressed else solved.message
-            if pressed:
-                stats = dataclasses.replace(stats, message=f"{message}; {pressed}")
+            # a collider pressed into the bodies is the likely cause: named in both messages
+            failure = solved.message
+            note = pressed_note([c.name for c in self.scene.colliders], s.col_lags, s.col_dist)
+            if note:
+                failure = f"{failure}; {note}"
+                stats = dataclasses.replace(stats, message=f"{message}; {note}")
             text = f"step {self.step_index} (t = {self.time:.4g} s): {failure}"
             if p.strict:
                 raise ConvergenceError(text, step=self.step_index, stats=stats, vertex=solved.vertex)

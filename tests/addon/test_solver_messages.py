@@ -118,8 +118,8 @@ def test_a_failure_under_a_pressed_collider_names_it_and_says_what_to_change():
     """The solver's own failure with a collider pressed into bodies that cannot make room:
     four rigid shapes in a box, the ceiling slammed down onto them at 4 m/s
     (tests/solver/test_collider_lag.py). The message names the collider with its overlap and
-    lag in readable units, and the fixes that help (its keys, softer bodies, substeps), not Max
-    Newton Iterations nor the tolerances, which do not."""
+    lag in readable units as the likely cause, and the fixes that help first (its keys, softer
+    bodies, substeps), Max Newton Iterations last and not the tolerances, which seldom do."""
     import warnings
     from dataclasses import replace
 

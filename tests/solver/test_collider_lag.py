@@ -317,8 +317,8 @@ def test_a_step_that_fails_under_a_pressed_collider_names_it():
     make room within a step, the penalty driving the ceiling to its keys grows past what they
     balance, and a step fails (step 6, on both linear-solver paths).  Its error names the
     ceiling as pressed into the bodies, by the overlap measured here from the geometry (the
-    bodies' top above the ceiling's keyed height), and says what to change: no iteration
-    count or tolerance cures it (docs/design/10-prescribed-motion.md)."""
+    bodies' top above the ceiling's keyed height), as the likely cause, and says what to
+    change (docs/design/10-prescribed-motion.md)."""
     scene = pile(n_shapes=4, n_columns=2, ceiling_speed=4.0)
     scene = replace(scene, bodies=tuple(replace(b, kind="rigid") for b in scene.bodies))
     sim = Simulation(scene)
