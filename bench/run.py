@@ -75,8 +75,9 @@ SCENES = {
     "S4": SceneSpec("S4", 200, 15, "pile: 100 squares/discs in a box, ceiling"),
     # rigid (affine) bodies, issue 34: S4 with every shape rigid, and rigid piles
     # of 100 to 1000 shapes (columns grow with the count, about as wide as tall)
-    # S4R runs 60 steps: rigid shapes cannot reach the 85 % fill S4's ceiling is keyed to,
-    # and from step ~100 they jam under it and every step fails (design note 10)
+    # S4R runs 60 steps, S4's physics (fall, landing, the ceiling arriving): rigid shapes
+    # cannot reach the 85 % fill S4's ceiling is keyed to, they jam under it and from step
+    # 95 the ceiling is stopped on them (design note 10), while S4's pile is compressed
     "S4R": SceneSpec("S4R", 60, 15, "S4 with every shape rigid"),
     "R100": SceneSpec("R100", 60, 15, "pile: 100 rigid shapes, 10 columns"),
     "R250": SceneSpec("R250", 60, 15, "pile: 250 rigid shapes, 16 columns"),

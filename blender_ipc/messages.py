@@ -139,10 +139,11 @@ def solver_failure(
 def _pressed_colliders(stats, collider_names) -> list[tuple[str, str]]:
     """[(name, "collider 'Lid' is pressed into ...")] for the colliders pressed into the bodies
     at the end of the step that failed (solver/collider_check.py, pressed: the likely cause;
-    empty if none, or stats unknown)."""
+    empty if none, or stats unknown), but those the bodies stopped already (no longer driven)."""
     if stats is None:
         return []
-    found = pressed(collider_names, stats.collider_lags, stats.animated_collider_distances)
+    lags, dists = stats.collider_lags, stats.animated_collider_distances
+    found = pressed(collider_names, lags, dists, stats.stopped_colliders)
     return [
         (
             name,

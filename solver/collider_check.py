@@ -80,24 +80,26 @@ def collider_status(model, x, target, dhat, near):
     return lags, dist
 
 
-def pressed(names, lags, distances):
+def pressed(names, lags, distances, stopped=()):
     """[(name, lag, overlap)] of the colliders pressed into the bodies: those whose animated
-    position overlaps the bodies (distances < 0, :func:`collider_status`; overlap = -distance).
-    names, lags (C,), distances (C,): per collider.  The penalty that drives such a collider to
-    its keys grows with its lag, and bodies that cannot make room fast enough (rigid shapes
-    jammed in a box, a lid slammed onto them) cannot balance it: when a step fails, the likely
-    cause to name, which more iterations or a looser tolerance seldom cure (a collider still
-    moving when a step fails for another reason also ends a little into the bodies;
-    docs/design/10-prescribed-motion.md).  The solver's note is :func:`pressed_note`, the
+    position overlaps the bodies (distances < 0, :func:`collider_status`; overlap = -distance),
+    but those named in stopped (held where the bodies stopped them, no longer driven:
+    ``StepStats.stopped_colliders``).  names, lags (C,), distances (C,): per collider.  The
+    penalty that drives such a collider to its keys grows with its lag, and bodies that cannot
+    make room fast enough (rigid shapes jammed in a box, a lid slammed onto them) cannot balance
+    it: when a step fails, the likely cause to name, which more iterations or a looser tolerance
+    seldom cure (a collider still moving when a step fails for another reason also ends a little
+    into the bodies; docs/design/10-prescribed-motion.md).  The solver's note is :func:`pressed_note`, the
     add-on words its own."""
     # not strict: this words a failure, and must not replace its error with its own
-    return [(n, lag, -d) for n, lag, d in zip(names, lags, distances, strict=False) if d < 0.0]
+    found = zip(names, lags, distances, strict=False)
+    return [(n, lag, -d) for n, lag, d in found if d < 0.0 and n not in stopped]
 
 
-def pressed_note(names, lags, distances):
+def pressed_note(names, lags, distances, stopped=()):
     """What a step that did not converge says about the colliders :func:`pressed` into the
     bodies ('' if none)."""
-    found = pressed(names, lags, distances)
+    found = pressed(names, lags, distances, stopped)
     if not found:
         return ""
     it = "it" if len(found) == 1 else "them"

@@ -7,6 +7,11 @@ frozen) is collision-free.  A blocked group is driven instead by a penalty
 vertex mass, in IP units) growing by ``penalty_growth`` after each converged
 Newton solve that leaves it short, for at most ``penalty_rounds`` raises
 (:func:`next_round`); after each solve the pending groups try to snap again.
+
+A collider that a failed step pressed into bodies which cannot make room is
+*stopped* (``Simulation``; docs/design/10-prescribed-motion.md): from then on it
+stays where the bodies stopped it, fixed and not driven, until its straight move
+to its target is collision-free again, when it snaps there.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ class PrescribedSettings:
     penalty_rounds: int = 4  # raises at most, then the step ends where the penalty holds the group
     # a snap is blocked by a half-plane it would bring a vertex closer to than this x dhat
     plane_clearance: float = 0.1
+    # a step that fails with a collider pressed into the bodies is taken again with that
+    # collider stopped where it was (False: the step fails; docs/design/10-prescribed-motion.md)
+    stop_pressed: bool = True
 
 
 @dataclass(frozen=True)
@@ -65,11 +73,25 @@ class PrescribedMotion:
             target[g.vertices] = g.target(t)
         return target
 
-    def first_round(self, x, target):
+    def first_round(self, x, target, stopped=()):
         """Start of a step: (x with the groups that can snap at their targets,
-        the :class:`PenaltyRound` of the others)."""
-        x, pending = self.snap(x, target, range(len(self.model.kin_groups)))
-        return x, PenaltyRound(pending, self.settings.penalty_start)
+        the :class:`PenaltyRound` of the others, the stopped groups that stay
+        stopped).  stopped: groups held where the bodies stopped them; those
+        that cannot snap stay where they are (fixed, not penalized)."""
+        x, blocked = self.snap(x, target, range(len(self.model.kin_groups)))
+        pending = tuple(gi for gi in blocked if gi not in stopped)
+        still = tuple(gi for gi in blocked if gi in stopped)
+        return x, PenaltyRound(pending, self.settings.penalty_start), still
+
+    def staying(self, target, x, groups):
+        """target with the vertices of groups (indices into kin_groups) where they are in x."""
+        if not groups:
+            return target
+        target = target.copy()
+        for gi in groups:
+            v = self.model.kin_groups[gi].vertices
+            target[v] = x[v]
+        return target
 
     def next_round(self, x, target, current):
         """After a converged Newton solve at x: (x, the next round), or (x,

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import barrier_stiffness, ccd, fields, links, motion_check
 from .animated import AnimatedModel
-from .basis import rigid_strains
+from .basis import RIGID_STRAIN_LIMIT, rigid_strains
 from .broad_phase import CandidateCache, Groups
 from .closing_pairs import Closing
 from .collider_check import collider_status, pressed_note
@@ -92,6 +92,10 @@ class StepStats:
     # the step's end (0 for the others; empty without rigid bodies). Above
     # basis.RIGID_STRAIN_LIMIT something crushes it (or pins pull it apart)
     rigid_strains: tuple[float, ...] = ()
+    # the colliders stopped where the bodies stopped them at the step's end (a step that
+    # failed with them pressed into the bodies, taken again with them held; they snap to
+    # their keys again once that move is clear: docs/design/10-prescribed-motion.md)
+    stopped_colliders: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,8 @@ class _Solved:
     unknowns: int = 0  # Newton's free unknowns in the last solve (0: not solved, everything asleep)
     watched: bool = False  # stopped by its watch: an iterate's motion crossed (not converged)
     stopping_pairs: np.ndarray | None = None  # watched: the owner pairs (k, 2) that crossed
+    stopped: tuple[int, ...] = ()  # the collider groups that stay stopped (PrescribedMotion.first_round)
+    driven: tuple[int, ...] = ()  # the collider groups it drove by their penalty (they could not snap)
 
     def merged(self, later):
         """The two halves of a split step as one: later's end, both efforts."""
@@ -165,6 +171,8 @@ class _Solved:
             self.vertex if not self.converged else later.vertex,
             self.wall_time + later.wall_time,
             later.unknowns,
+            stopped=later.stopped,
+            driven=tuple(sorted(set(self.driven) | set(later.driven))),
         )
 
 
@@ -255,6 +263,8 @@ class Simulation:
         )
         self._prescribed = PrescribedMotion(m, p.dhat, s.prescribed)
         self.kin_vertices = self._prescribed.kin_vertices
+        # colliders held where the bodies stopped them (kin_groups indices; _stop_colliders)
+        self._stopped_colliders = ()
         self._start = NewtonStart(
             m,
             p.dhat,
@@ -322,7 +332,10 @@ class Simulation:
         t_start = _time.perf_counter()
         h = self.params.dt if dt is None else dt
         tally = _MotionTally()
+        start = self._part_start() if self._stops_colliders else None
         solved, summary = self._advance(h, self.time + h, 0, tally)
+        if start is not None and solved.driven and (not solved.converged or self._crushed()):
+            solved, summary, tally = self._stop_colliders(h, start, solved, tally)
         self.step_index += 1
         broken = self._break_links()
         if broken and self._sleep.enabled:
@@ -330,6 +343,39 @@ class Simulation:
         # bodies kept apart only by links that broke collide again once apart
         links.rejoin_separated(self.scene, self.model, self.link_active, self.x)
         return self._step_stats(solved, summary, tally, t_start, broken)
+
+    @functools.cached_property
+    def _stops_colliders(self):
+        """Whether a step may stop the colliders the bodies cannot make room for."""
+        return self.settings.prescribed.stop_pressed and len(self.model.collider_slices) > 0
+
+    def _crushed(self):
+        """Whether a rigid body is strained beyond basis.RIGID_STRAIN_LIMIT at the state."""
+        strains = self._rigid_strains()
+        return len(strains) > 0 and max(strains) > RIGID_STRAIN_LIMIT
+
+    def _stop_colliders(self, h, start, solved, tally):
+        """The step just taken (solved, tally: its own) drove colliders by their penalty
+        (they could not snap: something was in their way) and did not converge, or
+        crushed a rigid body: taken again from its start (start: _part_start) with those
+        colliders stopped where they were.  Bodies that cannot make room (rigid shapes,
+        jammed in a box or not) cannot balance the penalty that drives a collider to its
+        keys: the step fails, or the penalty wins and squashes them.  Stopped, a collider
+        stays until its keys move clear (docs/design/10-prescribed-motion.md).  Returns
+        (solved, summary, tally) of the second try, the first try's iterations rejected."""
+        m = self.model
+        self._restart_part(start)
+        self._stopped_colliders = tuple(sorted(self._stopped_colliders + solved.driven))
+        names = ", ".join(f"'{m.kin_groups[gi].name}'" for gi in solved.driven)
+        warnings.warn(
+            f"step {self.step_index + 1} (t = {self.time + h:.4g} s): collider {names} stopped where it "
+            "was: the bodies it presses cannot make room; it stays there until its keys move clear",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        again = _MotionTally(rejected_iters=tally.rejected_iters + solved.iters)
+        solved, summary = self._advance(h, self.time + h, 0, again)
+        return solved, summary, again
 
     def _break_links(self):
         """Remove the breakable links whose force at the new state exceeds their
@@ -429,7 +475,7 @@ class Simulation:
     def _part_start(self):
         """What the parts of a step change of the state at its start (_in_parts)."""
         names = ("x", "v", "time", "kappa", "kappa_balanced", "_link_step_start", "_state_stencils")
-        names += ("_state_touching", "_end_contacts", "_step_force", "_sleep_report")
+        names += ("_state_touching", "_end_contacts", "_step_force", "_sleep_report", "_stopped_colliders")
         state = {name: getattr(self, name) for name in names}  # (replaced by a step, not changed)
         sleep = copy.deepcopy(self._sleep) if self._sleep.enabled else None  # (changed in place)
         return state, self._newton.start_projected, sleep
@@ -515,9 +561,12 @@ class Simulation:
         gravity = self._animated.gravity(self.time, self.gravity)
         x_tilde = x_prev + h * self.v + h * h * gravity
         field_step = fields.step_fields(self.scene.fields, x_prev, self.time, m.mass, ~m.is_collider)
+        with self.timers("step_setup"):
+            x_snap, penalty, stopped = self._prescribed.first_round(x_prev, target, self._stopped_colliders)
         if self._sleep.enabled:
-            if not again:
-                self._begin_sleep_step(x_prev, target, gravity, field_step)
+            if not again:  # (a stopped collider does not move: it wakes nothing)
+                moving_to = self._prescribed.staying(target, x_prev, stopped)
+                self._begin_sleep_step(x_prev, moving_to, gravity, field_step)
             if self._sleep.everything_held:  # nothing moves: no solve
                 return self._unsolved(x_prev, target, t_start)
             # sleeping vertices stay where they are (and Newton holds them)
@@ -544,9 +593,8 @@ class Simulation:
             }
             if field_step is not None:  # the fields' lagged force and drag (solver/fields.py)
                 consts.update(force=field_step.force, fields=field_step)
-            x, penalty = self._prescribed.first_round(x_prev, target)
             touching = self._touching_bodies(fric_cs)
-            x, cs = self._start.guess(x, x_prev + h * self.v, x_tilde, touching)
+            x, cs = self._start.guess(x_snap, x_prev + h * self.v, x_tilde, touching)
         watcher = crossing = None
         if watch:
             crossing = motion_check.CrossingWatch.of_bodies(m, x_prev, fric_cs.idx[~fric_cs.pp], pairs)
@@ -569,6 +617,8 @@ class Simulation:
             unknowns,
             r.last.watched,
             crossing.crossing_pairs(r.x) if r.last.watched else None,
+            stopped,
+            tuple(gi for gi in penalty.pending if m.is_collider[m.kin_groups[gi].vertices[0]]),
         )
 
     def _crosses(self, watch, x):
@@ -633,7 +683,8 @@ class Simulation:
     def _unsolved(self, x, target, t_start):
         """The _Solved of a step in which nothing moves (every body asleep)."""
         wall = _time.perf_counter() - t_start
-        return _Solved(x, x, target, self._contact_set_at_state(), 0, True, 1.0, "", -1, wall)
+        cs = self._contact_set_at_state()
+        return _Solved(x, x, target, cs, 0, True, 1.0, "", -1, wall, stopped=self._stopped_colliders)
 
     def _held(self, pending):
         """(fixed, penalized) (N,) bool: the vertices Newton holds (prescribed
@@ -792,6 +843,7 @@ class Simulation:
         self.v = (x - solved.x_prev) / h
         self.x = x
         self.time = t_next
+        self._stopped_colliders = solved.stopped
         d_min, n_active = self._contact_summary(x, solved.contacts)
         col_lags, col_dist = collider_status(self.model, x, target, p.dhat, self._state_stencils)
         lag = (
@@ -842,11 +894,13 @@ class Simulation:
             unknowns=solved.unknowns,
             contacts_evaluated=int(np.sum(~solved.contacts.pp)) if solved.unknowns else 0,
             rigid_strains=self._rigid_strains(),
+            stopped_colliders=tuple(self.model.kin_groups[gi].name for gi in self._stopped_colliders),
         )
         if not solved.converged:
             # a collider pressed into the bodies is the likely cause: named in both messages
             failure = solved.message
-            note = pressed_note([c.name for c in self.scene.colliders], s.col_lags, s.col_dist)
+            names = [c.name for c in self.scene.colliders]
+            note = pressed_note(names, s.col_lags, s.col_dist, stats.stopped_colliders)
             if note:
                 failure = f"{failure}; {note}"
                 stats = dataclasses.replace(stats, message=f"{message}; {note}")

@@ -21,7 +21,9 @@ What a step depends on besides the scene (the fields of :class:`Checkpoint`):
   Hessian the last step's start showed indefinite);
 - which links still hold (breakable links break), stored only for scenes with links (absent:
   all hold, which is all a checkpoint taken before links existed can mean: the state format
-  is unchanged).
+  is unchanged);
+- which colliders are stopped where the bodies stopped them (``Simulation._stop_colliders``),
+  stored only while one is (absent: none, which is all an older checkpoint can mean).
 
 Everything is stored exactly, field by field: arrays as ``.npz`` bytes (float64 bit
 patterns), the text form is base64 of those bytes.
@@ -102,6 +104,7 @@ class Checkpoint:
     start_projected: bool = False  # Newton.start_projected: the next solve starts projected
     solver_build: str = ""  # the solver_build() that took it
     links_active: np.ndarray | None = None  # (n_links,) bool: which links hold; None: all
+    stopped_colliders: tuple[int, ...] = ()  # the model's kin_groups held where bodies stopped them
 
     def to_bytes(self) -> bytes:
         arrays = {
@@ -121,6 +124,8 @@ class Checkpoint:
         _put(
             arrays, "links_active", None if self.links_active is None else np.asarray(self.links_active, bool)
         )
+        if self.stopped_colliders:
+            arrays["stopped_colliders"] = np.asarray(self.stopped_colliders, np.int64)
         buf = io.BytesIO()
         np.savez_compressed(buf, **arrays)
         return buf.getvalue()
@@ -148,6 +153,7 @@ class Checkpoint:
                     start_projected=bool(z["start_projected"]),
                     solver_build=meta[3],
                     links_active=_get(z, "links_active"),
+                    stopped_colliders=_get_ints(z, "stopped_colliders"),
                 )
         except (OSError, ValueError, KeyError, IndexError) as err:
             if isinstance(err, SolverInputError):
@@ -177,6 +183,10 @@ def _put(arrays, name, value):
 
 def _get(z, name):
     return z[name].copy() if name in z.files else None
+
+
+def _get_ints(z, name):
+    return () if name not in z.files else tuple(int(i) for i in z[name])
 
 
 def _get_int(z, name):
@@ -244,6 +254,7 @@ def take(sim) -> Checkpoint:
         start_projected=bool(sim._newton.start_projected),
         solver_build=solver_build(),
         links_active=sim.link_active.copy() if len(sim.link_active) else None,
+        stopped_colliders=tuple(sim._stopped_colliders),
     )
 
 
@@ -272,3 +283,8 @@ def restore(sim, cp: Checkpoint):
     if active.shape != sim.link_active.shape:
         raise SolverInputError(f"checkpoint: {len(active)} links, the scene has {len(sim.link_active)}")
     sim.link_active = active.copy()
+    stopped = tuple(cp.stopped_colliders)
+    groups = sim.model.kin_groups
+    if any(not 0 <= gi < len(groups) or not sim.model.is_collider[groups[gi].vertices[0]] for gi in stopped):
+        raise SolverInputError(f"checkpoint: stopped colliders {stopped} are not the scene's colliders")
+    sim._stopped_colliders = stopped

@@ -126,7 +126,11 @@ def test_a_failure_under_a_pressed_collider_names_it_and_says_what_to_change():
     messages, solver = harness.sub("messages"), harness.sub("solver")
     scene = harness.sub("solver.examples").pile(n_shapes=4, n_columns=2, ceiling_speed=4.0)
     scene = replace(scene, bodies=tuple(replace(b, kind="rigid") for b in scene.bodies))
-    sim = solver.Simulation(scene)
+    # (by default the step is taken again with the ceiling stopped: test_stopped_collider.py)
+    keep_driving = harness.sub("solver.settings").SolverSettings(
+        prescribed=harness.sub("solver.prescribed").PrescribedSettings(stop_pressed=False)
+    )
+    sim = solver.Simulation(scene, settings=keep_driving)
     err = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -168,7 +172,8 @@ def test_a_failure_under_a_pressed_collider_names_it_and_says_what_to_change():
 def test_only_colliders_pressed_into_the_bodies_are_named():
     """Per collider, from the failed step's stats: one keyed into the bodies (negative
     distance) is named, one short of them or out of reach is not; without such a collider, or
-    without stats, the message is the plain Newton one."""
+    without stats, the message is the plain Newton one; nor is one the bodies stopped already
+    (held where it was, it no longer presses)."""
     messages, solver = harness.sub("messages"), harness.sub("solver")
     newton = (
         "step 9 (t = 0.09 s): Newton did not converge in 100 iterations (last |dx|/h = 0.05 m/s, "
@@ -176,8 +181,10 @@ def test_only_colliders_pressed_into_the_bodies_are_named():
     )
     names = ["Lid", "Wall", "Ram"]
 
-    def text(lags, dists):
-        stats = types.SimpleNamespace(collider_lags=lags, animated_collider_distances=dists)
+    def text(lags, dists, stopped=()):
+        stats = types.SimpleNamespace(
+            collider_lags=lags, animated_collider_distances=dists, stopped_colliders=stopped
+        )
         err = solver.ConvergenceError(newton, step=9, stats=stats)
         return messages.solver_failure(err, frame=3, substep=1, substeps=1, collider_names=names)
 
@@ -185,6 +192,8 @@ def test_only_colliders_pressed_into_the_bodies_are_named():
     assert "collider 'Lid' is pressed into the bodies (as animated it overlaps them by 1 mm" in both, both
     assert "collider 'Ram' is pressed" in both and "2.5 mm" in both and "'Wall'" not in both, both
     assert "key 'Lid' and 'Ram' to stop sooner" in both, both
+    one = text((0.002, 0.0, 0.003), (-0.001, 0.001, -0.0025), stopped=("Lid",))
+    assert "collider 'Ram' is pressed" in one and "'Lid'" not in one, one
     for plain in (text((0.0, 0.0, 0.0), (0.001, float("inf"), 0.0)), text((), ())):
         assert "pressed" not in plain and "raise Max Newton Iterations (now 100)" in plain, plain
     err = solver.ConvergenceError(newton, step=9)

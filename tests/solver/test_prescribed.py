@@ -37,7 +37,7 @@ def test_a_collision_free_motion_snaps_to_the_target():
     target = sim._prescribed.targets(sim.x, sim.params.dt)
     np.testing.assert_allclose(target[lid, 1], 0.2, rtol=0, atol=1e-15)
     np.testing.assert_array_equal(target[~lid], sim.x[~lid])
-    x, penalty = sim._prescribed.first_round(sim.x, target)
+    x, penalty, _ = sim._prescribed.first_round(sim.x, target)
     np.testing.assert_array_equal(x, target)
     assert penalty == PenaltyRound((), 1e3, 0)
 
@@ -49,7 +49,7 @@ def test_a_blocked_motion_stays_pending_under_the_penalty():
     target = sim._prescribed.targets(sim.x, sim.params.dt)
     blocked = sim._prescribed.blocked_vertices(sim.x, np.where(lid[:, None], target - sim.x, 0.0))
     assert blocked[lid].all() and blocked[~lid].any()
-    x, penalty = sim._prescribed.first_round(sim.x, target)
+    x, penalty, _ = sim._prescribed.first_round(sim.x, target)
     np.testing.assert_array_equal(x, sim.x)
     assert penalty == PenaltyRound((0,), 1e3, 0)
     fixed, penalized = sim._prescribed.masks(penalty.pending)
@@ -67,7 +67,7 @@ def test_the_penalty_stiffens_after_each_solve_that_leaves_the_group_short():
     sim, _ = _square_under_lid(0.0, SolverSettings(prescribed=settings))
     prescribed = sim._prescribed
     target = prescribed.targets(sim.x, sim.params.dt)
-    x, penalty = prescribed.first_round(sim.x, target)
+    x, penalty, _ = prescribed.first_round(sim.x, target)
     schedule = [penalty]
     while penalty is not None:
         x_next, penalty = prescribed.next_round(x, target, penalty)
@@ -116,7 +116,7 @@ def test_a_snap_onto_a_half_plane_is_blocked_within_its_clearance():
             Simulation(scene).model, dhat, PrescribedSettings(plane_clearance=clearance)
         )
         x0 = Simulation(scene).x
-        _, penalty = prescribed.first_round(x0, prescribed.targets(x0, 1.0))
+        _, penalty, _ = prescribed.first_round(x0, prescribed.targets(x0, 1.0))
         assert penalty.pending == pending
 
 

@@ -32,6 +32,8 @@ from solver.basis import RIGID_STRAIN_LIMIT
 from solver.examples import _horizontal_ceiling, disc_mesh, pile, square_mesh
 from solver.io import cli
 from solver.newton import Mode
+from solver.prescribed import PrescribedSettings
+from solver.settings import SolverSettings
 
 G = 9.81
 SIDE = 0.1
@@ -202,9 +204,30 @@ def crushed_block(stop):
     return Scene(bodies=(block,), colliders=(ceiling,), half_planes=(ground,), params=SimParams()), side
 
 
-def test_a_rigid_block_crushed_by_a_collider_is_reported_strained():
+def test_a_collider_keyed_into_a_rigid_block_stops_on_it():
+    """The ceiling keyed down to 0.9 of the block's side: the step whose ceiling would squash
+    the block beyond the strain a rigid body holds is taken again with the ceiling stopped
+    where it was (docs/design/10-prescribed-motion.md); the block keeps its shape."""
     scene, side = crushed_block(0.9)
     sim = Simulation(scene)
+    with pytest.warns(RuntimeWarning, match="collider 'ceiling' stopped where it was"):
+        stats = [sim.step() for _ in range(15)]
+    assert all(s.converged and s.rigid_strains[0] < RIGID_STRAIN_LIMIT for s in stats)
+    height = np.ptp(sim.body_positions(0)[:, 1])  # from the positions
+    assert abs(height / side - 1.0) < RIGID_STRAIN_LIMIT
+    ceiling = sim.collider_positions(0)[:, 1]
+    assert stats[-1].stopped_colliders == ("ceiling",) and np.ptp(ceiling) == 0.0
+    assert 0.0 < ceiling[0] - sim.body_positions(0)[:, 1].max() < scene.params.dhat  # on the block
+    # its keys went on down to 0.9 of the side: the lag is the rest of that way
+    assert stats[-1].collider_lag == pytest.approx(ceiling[0] - 0.9 * side, rel=1e-9)
+
+
+def test_a_rigid_block_crushed_by_a_driven_collider_is_reported_strained():
+    """With the ceiling driven on to its keys (not stopped: PrescribedSettings.stop_pressed),
+    the orthogonality energy gives way and the block is squashed: each step reports its
+    strain, and the command line names it."""
+    scene, side = crushed_block(0.9)
+    sim = Simulation(scene, settings=SolverSettings(prescribed=PrescribedSettings(stop_pressed=False)))
     stats = [sim.step() for _ in range(15)]
     strains = [s.rigid_strains[0] for s in stats]
     squash = 1.0 - np.ptp(sim.body_positions(0)[:, 1]) / side  # its height, from the positions

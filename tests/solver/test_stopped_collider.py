@@ -1,0 +1,120 @@
+"""A collider the bodies stop (docs/design/10-prescribed-motion.md): a step that fails with a
+collider pressed into bodies that cannot make room is taken again with that collider stopped
+where it was at the step's start; it stays there, fixed, until its straight move to its keys is
+clear, then snaps back onto them.  The bake goes on instead of failing.
+
+The scene: four rigid shapes in a box, the ceiling slammed down onto them at 4 m/s (the step
+that fails without the stop is step 6: test_collider_lag.py), then keyed back up.  Every
+expected position is computed here from the keys, every invariant from the geometry."""
+
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from solver import Simulation
+from solver.examples import pile
+from solver.io.checkpoint import Checkpoint
+from solver.settings import SolverSettings
+from solver.sleep import SleepSettings
+
+DT = 0.01
+DOWN, UP = 0.0717, 0.25  # the keys: the ceiling's way down ends at DOWN, it is back up at UP [s]
+
+
+def _scene():
+    """Rigid shapes under a ceiling keyed down at 4 m/s, held, then keyed back up."""
+    scene = pile(n_shapes=4, n_columns=2, ceiling_speed=4.0)
+    scene = replace(scene, bodies=tuple(replace(b, kind="rigid") for b in scene.bodies))
+    (ceiling,) = scene.colliders
+    top, bottom = ceiling.positions[0], ceiling.positions[-1]
+    keyed = replace(
+        ceiling,
+        times=np.array([0.0, DOWN, 0.15, UP]),
+        positions=np.stack([top, bottom, bottom, top]),
+    )
+    return replace(scene, colliders=(keyed,))
+
+
+def _keyed_height(scene, t):
+    c = scene.colliders[0]
+    return float(np.interp(t, c.times, c.positions[:, 0, 1]))
+
+
+def _run(sim, n):
+    """n steps: per step (stats, the ceiling's vertices, the bodies' vertices); the messages
+    of the RuntimeWarnings they gave."""
+    rows = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        for _ in range(n):
+            st = sim.step()
+            rows.append((st, sim.collider_positions(0), sim.x[~sim.model.is_collider]))
+    return rows, [str(w.message) for w in caught]
+
+
+def test_a_collider_the_bodies_stop_stays_until_its_keys_move_clear():
+    scene = _scene()
+    assert scene.params.strict  # a step that does not converge would raise
+    sim = Simulation(scene)
+    rows, messages = _run(sim, 30)
+    stopped = [st.step for st, _, _ in rows if st.stopped_colliders]
+    first, last = stopped[0], stopped[-1]
+    assert stopped == list(range(first, last + 1)), stopped
+    assert first == 6  # where the step fails without the stop
+    (warned,) = [w for w in messages if "stopped" in w]
+    assert warned.startswith(f"step {first} ") and "collider 'ceiling' stopped where it was" in warned, warned
+    # where it stopped: its keyed height at the start of that step (it had kept to its keys)
+    held = _keyed_height(scene, (first - 1) * DT)
+    for st, ceiling, bodies in rows:
+        assert st.converged and st.min_distance > 0.0
+        height = ceiling[:, 1]
+        if st.stopped_colliders:
+            assert st.stopped_colliders == ("ceiling",)
+            np.testing.assert_array_equal(height, held)  # fixed, not driven
+            keyed = _keyed_height(scene, st.time)
+            assert st.collider_lag == pytest.approx(held - keyed, rel=1e-9, abs=1e-12)
+            assert bodies[:, 1].max() < held  # every body below it: none crossed
+        else:
+            assert st.collider_lag < 1e-12  # on its keys
+            np.testing.assert_allclose(height, _keyed_height(scene, st.time), atol=1e-12)
+            assert bodies[:, 1].max() < height.min()
+    # released on the way back up, once its move to its keys clears the bodies: the keyed
+    # height at the end of that step is above the bodies' top at its start
+    released = last + 1
+    assert 0.15 < released * DT < UP
+    assert _keyed_height(scene, released * DT) > rows[last - 1][2][:, 1].max()
+
+
+def test_a_checkpoint_taken_while_a_collider_is_stopped_continues_bit_for_bit():
+    scene = _scene()
+    sim = Simulation(scene)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(8):
+            sim.step()
+        assert sim.step().stopped_colliders == ("ceiling",)
+        text = sim.checkpoint().to_text()
+        again = Simulation.from_checkpoint(scene, Checkpoint.from_text(text))
+        for _ in range(14):  # on past where the keys rise above it
+            a, b = sim.step(), again.step()
+            assert a.stopped_colliders == b.stopped_colliders
+            np.testing.assert_array_equal(sim.x, again.x)
+    assert a.stopped_colliders == ()
+
+
+def test_bodies_under_a_stopped_collider_fall_asleep():
+    """A stopped collider does not move: the bodies it rests on sleep (sleeping on), though
+    its keys go on down (held at the bottom here)."""
+    scene = _scene()
+    c = scene.colliders[0]
+    c = replace(c, times=c.times[:3], positions=c.positions[:3])  # down, then held
+    sleeping = SolverSettings(sleep=SleepSettings(enabled=True))
+    sim = Simulation(replace(scene, colliders=(c,)), settings=sleeping)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(60):
+            st = sim.step()
+    assert st.stopped_colliders == ("ceiling",) and st.collider_lag > 0.05
+    assert st.sleep.sleeping == len(scene.bodies) and st.newton_iters == 0
