@@ -334,8 +334,10 @@ class Simulation:
         tally = _MotionTally()
         start = self._part_start() if self._stops_colliders else None
         solved, summary = self._advance(h, self.time + h, 0, tally)
-        if start is not None and solved.driven and (not solved.converged or self._crushed()):
-            solved, summary, tally = self._stop_colliders(h, start, solved, tally)
+        if start is not None and solved.driven:
+            stopping = self._stopping(start, solved, summary)
+            if stopping:
+                solved, summary, tally = self._stop_colliders(h, start, stopping, solved, tally)
         self.step_index += 1
         broken = self._break_links()
         if broken and self._sleep.enabled:
@@ -349,24 +351,49 @@ class Simulation:
         """Whether a step may stop the colliders the bodies cannot make room for."""
         return self.settings.prescribed.stop_pressed and len(self.model.collider_slices) > 0
 
-    def _crushed(self):
-        """Whether a rigid body is strained beyond basis.RIGID_STRAIN_LIMIT at the state."""
-        strains = self._rigid_strains()
-        return len(strains) > 0 and max(strains) > RIGID_STRAIN_LIMIT
+    def _stopping(self, start, solved, summary):
+        """The colliders (kin_groups indices) the step just taken drove by their penalty (they
+        could not snap) into bodies that cannot make room: at its end they touch (within
+        dhat) a rigid body and either the step did not converge with them pressed into the
+        bodies (at their keys they overlap them: collider_check.pressed) or that body's
+        strain rose past basis.RIGID_STRAIN_LIMIT in this step (start: _part_start).  A
+        collider only near deformable bodies, or whose step failed or strained a body it
+        does not touch, is not stopped (docs/design/10-prescribed-motion.md, item 5)."""
+        m = self.model
+        n_b = len(m.body_slices)
+        if solved.converged:
+            strains = np.asarray(self._rigid_strains())
+            if not len(strains) or strains.max() <= RIGID_STRAIN_LIMIT:
+                return ()
+            before = rigid_strains(m.basis, start[0]["x"], n_b)
+            bodies = (strains > RIGID_STRAIN_LIMIT) & (before <= RIGID_STRAIN_LIMIT)
+            candidates = solved.driven
+        else:
+            bodies = self._rigid_bodies
+            col = [m.owner[g.vertices[0]] - n_b for g in m.kin_groups]
+            candidates = [gi for gi in solved.driven if summary.col_dist[col[gi]] < 0.0]
+        owners = m.owner[self._state_stencils] if self._state_stencils is not None else np.zeros((0, 3), int)
+        touched = owners[np.isin(owners, np.flatnonzero(bodies)).any(axis=1)]
+        return tuple(gi for gi in candidates if (touched == m.owner[m.kin_groups[gi].vertices[0]]).any())
 
-    def _stop_colliders(self, h, start, solved, tally):
-        """The step just taken (solved, tally: its own) drove colliders by their penalty
-        (they could not snap: something was in their way) and did not converge, or
-        crushed a rigid body: taken again from its start (start: _part_start) with those
-        colliders stopped where they were.  Bodies that cannot make room (rigid shapes,
-        jammed in a box or not) cannot balance the penalty that drives a collider to its
+    @functools.cached_property
+    def _rigid_bodies(self):
+        """(n_bodies,) bool: the rigid bodies."""
+        return np.array([b.kind == "rigid" for b in self.scene.bodies], bool)
+
+    def _stop_colliders(self, h, start, stopping, solved, tally):
+        """The step just taken (solved, tally: its own) drove colliders (stopping: their
+        kin_groups indices, _stopping) into rigid bodies that cannot make room: taken
+        again from its start (start: _part_start) with those colliders stopped where
+        they were.  Bodies that cannot make room (rigid shapes, jammed in a box or not)
+        cannot balance the penalty that drives a collider to its
         keys: the step fails, or the penalty wins and squashes them.  Stopped, a collider
         stays until its keys move clear (docs/design/10-prescribed-motion.md).  Returns
         (solved, summary, tally) of the second try, the first try's iterations rejected."""
         m = self.model
         self._restart_part(start)
-        self._stopped_colliders = tuple(sorted(self._stopped_colliders + solved.driven))
-        names = ", ".join(f"'{m.kin_groups[gi].name}'" for gi in solved.driven)
+        self._stopped_colliders = tuple(sorted(set(self._stopped_colliders) | set(stopping)))
+        names = ", ".join(f"'{m.kin_groups[gi].name}'" for gi in stopping)
         warnings.warn(
             f"step {self.step_index + 1} (t = {self.time + h:.4g} s): collider {names} stopped where it "
             "was: the bodies it presses cannot make room; it stays there until its keys move clear",
@@ -561,11 +588,13 @@ class Simulation:
         gravity = self._animated.gravity(self.time, self.gravity)
         x_tilde = x_prev + h * self.v + h * h * gravity
         field_step = fields.step_fields(self.scene.fields, x_prev, self.time, m.mass, ~m.is_collider)
-        with self.timers("step_setup"):
-            x_snap, penalty, stopped = self._prescribed.first_round(x_prev, target, self._stopped_colliders)
+        first = None
+        if self._stopped_colliders:  # which stay stopped: a stopped collider wakes nothing
+            with self.timers("step_setup"):
+                first = self._prescribed.first_round(x_prev, target, self._stopped_colliders)
         if self._sleep.enabled:
-            if not again:  # (a stopped collider does not move: it wakes nothing)
-                moving_to = self._prescribed.staying(target, x_prev, stopped)
+            if not again:
+                moving_to = target if first is None else self._prescribed.staying(target, x_prev, first[2])
                 self._begin_sleep_step(x_prev, moving_to, gravity, field_step)
             if self._sleep.everything_held:  # nothing moves: no solve
                 return self._unsolved(x_prev, target, t_start)
@@ -593,6 +622,9 @@ class Simulation:
             }
             if field_step is not None:  # the fields' lagged force and drag (solver/fields.py)
                 consts.update(force=field_step.force, fields=field_step)
+            if first is None:
+                first = self._prescribed.first_round(x_prev, target, self._stopped_colliders)
+            x_snap, penalty, stopped = first
             touching = self._touching_bodies(fric_cs)
             x, cs = self._start.guess(x_snap, x_prev + h * self.v, x_tilde, touching)
         watcher = crossing = None

@@ -22,8 +22,9 @@ What a step depends on besides the scene (the fields of :class:`Checkpoint`):
 - which links still hold (breakable links break), stored only for scenes with links (absent:
   all hold, which is all a checkpoint taken before links existed can mean: the state format
   is unchanged);
-- which colliders are stopped where the bodies stopped them (``Simulation._stop_colliders``),
-  stored only while one is (absent: none, which is all an older checkpoint can mean).
+- which colliders are stopped where the bodies stopped them (``Simulation._stopped_colliders``,
+  kin-group indices), stored only while one is (absent: none, which is all a checkpoint taken
+  before stops existed can mean: the state format is unchanged, as for the links).
 
 Everything is stored exactly, field by field: arrays as ``.npz`` bytes (float64 bit
 patterns), the text form is base64 of those bytes.

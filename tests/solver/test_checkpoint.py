@@ -141,6 +141,25 @@ def test_checkpoint_of_another_scene_is_refused():
         Checkpoint.from_bytes(b"PK but not really")
 
 
+def test_a_checkpoint_naming_a_stopped_collider_the_scene_lacks_is_refused():
+    """Stopped colliders are kin groups of the scene that are colliders: another index (a pin
+    group, or none) is refused; a checkpoint without the field (older ones) stops none."""
+    scene = pile(4, 2)
+    sim = Simulation(scene)
+    cp = sim.checkpoint()
+    assert "stopped_colliders" not in np.load(io.BytesIO(cp.to_bytes())).files
+    again = Simulation(scene)
+    again.restore(Checkpoint.from_bytes(cp.to_bytes()))
+    assert again._stopped_colliders == ()
+    (ceiling,) = [gi for gi, g in enumerate(sim.model.kin_groups) if g.name == "ceiling"]
+    stopped = dataclasses.replace(cp, stopped_colliders=(ceiling,))
+    again.restore(Checkpoint.from_bytes(stopped.to_bytes()))
+    assert again._stopped_colliders == (ceiling,)
+    for bad in ((ceiling + 1,), (-1,)):
+        with pytest.raises(SolverInputError, match="stopped colliders"):
+            Simulation(scene).restore(dataclasses.replace(cp, stopped_colliders=bad))
+
+
 def _with_meta(text, index, value):
     """The checkpoint text with field ``index`` of its meta data (format name, state
     format, scene fingerprint, solver build) replaced."""

@@ -118,3 +118,46 @@ def test_bodies_under_a_stopped_collider_fall_asleep():
             st = sim.step()
     assert st.stopped_colliders == ("ceiling",) and st.collider_lag > 0.05
     assert st.sleep.sleeping == len(scene.bodies) and st.newton_iters == 0
+
+
+def test_a_collider_is_not_stopped_for_a_strain_or_a_failure_it_did_not_cause():
+    """A paddle keyed into a deformable box pushes it along (it is driven while the box gets
+    moving), while 2 m away a rigid bar is pulled apart by its own pins (strained beyond the
+    limit from its first step on); and a ceiling keyed into deformable bodies faster than they
+    give way (stress scene 123, whose steps fail): neither collider is stopped."""
+    from solver import Body, Collider, HalfPlane, Material, Scene, SimParams
+    from solver.basis import RIGID_STRAIN_LIMIT
+    from solver.examples import square_mesh
+    from solver.scene import Pin
+    from tests.stress.generate import make_scene
+
+    v, t = square_mesh(0.1, 2, center=(0.0, 0.052))
+    box = Body("box", v, t, Material(E=1e5, mu=0.2))
+    pv = np.array([[-0.06, 0.0], [-0.06, 0.12]])
+    paddle = Collider(
+        "paddle", pv, np.array([[0, 1]]), np.array([0.0, 1.0]), np.stack([pv, pv + np.array([0.5, 0.0])])
+    )
+    bv, bt = square_mesh(0.1, 2, center=(2.0, 0.5))
+    left, right = np.flatnonzero(bv[:, 0] < 1.96), np.flatnonzero(bv[:, 0] > 2.04)
+
+    def pin(idx, dx):
+        return Pin(idx, np.array([0.0, 0.05]), np.stack([bv[idx], bv[idx] + [dx, 0.0]]))
+
+    bar = Body("bar", bv, bt, Material(E=1e6), kind="rigid", pins=(pin(left, -0.05), pin(right, 0.05)))
+    params = SimParams(strict=False)
+    sim = Simulation(Scene(bodies=(box, bar), colliders=(paddle,), half_planes=(HalfPlane(),), params=params))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        stats = [sim.step() for _ in range(40)]
+    assert max(stats[-1].rigid_strains) > RIGID_STRAIN_LIMIT  # the bar, pulled apart
+    assert all(st.stopped_colliders == () and st.collider_lag < 1e-9 for st in stats[5:])
+    pushed = sim.body_positions(0)[:, 0].min() - sim.collider_positions(0)[:, 0].max()
+    assert 0.0 < pushed < params.dhat  # the box in front of the paddle, on its keys at 0.14 m
+    crushed = make_scene(123).scene
+    crushed = replace(crushed, params=replace(crushed.params, strict=False))
+    assert all(b.kind == "deformable" for b in crushed.bodies)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        first = Simulation(crushed).step()
+    assert not first.converged and first.animated_collider_distance < 0.0  # pressed, failed
+    assert first.stopped_colliders == ()
