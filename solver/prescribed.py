@@ -8,10 +8,11 @@ vertex mass, in IP units) growing by ``penalty_growth`` after each converged
 Newton solve that leaves it short, for at most ``penalty_rounds`` raises
 (:func:`next_round`); after each solve the pending groups try to snap again.
 
-A collider that a failed step pressed into bodies which cannot make room is
-*stopped* (``Simulation``; docs/design/10-prescribed-motion.md): from then on it
-stays where the bodies stopped it, fixed and not driven, until its straight move
-to its target is collision-free again, when it snaps there.
+A collider driven into rigid bodies that cannot make room (the step failed, or
+squashed one) is *stopped* (``Simulation._stopping``;
+docs/design/10-prescribed-motion.md): from then on it stays where the bodies
+stopped it, fixed and not driven, until its straight move to its target is
+collision-free again, when it snaps there.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ class PrescribedSettings:
     penalty_rounds: int = 4  # raises at most, then the step ends where the penalty holds the group
     # a snap is blocked by a half-plane it would bring a vertex closer to than this x dhat
     plane_clearance: float = 0.1
-    # a step that fails with a collider pressed into the bodies is taken again with that
-    # collider stopped where it was (False: the step fails; docs/design/10-prescribed-motion.md)
+    # a step that drove a collider into rigid bodies it touches and failed, or squashed one, is
+    # taken again with that collider stopped where it was (False: the step fails or squashes
+    # them; docs/design/10-prescribed-motion.md)
     stop_pressed: bool = True
 
 
@@ -60,6 +62,13 @@ class PrescribedMotion:
     model: object
     dhat: float
     settings: PrescribedSettings = field(default_factory=PrescribedSettings)
+
+    @cached_property
+    def collider_of_group(self):
+        """(n_groups,) int: per kin group, the collider it is (scene order), -1 for pins."""
+        m = self.model
+        owner = np.array([m.owner[g.vertices[0]] for g in m.kin_groups], np.intp)
+        return np.where(owner >= len(m.body_slices), owner - len(m.body_slices), -1)
 
     @cached_property
     def kin_vertices(self):

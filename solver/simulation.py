@@ -93,8 +93,8 @@ class StepStats:
     # basis.RIGID_STRAIN_LIMIT something crushes it (or pins pull it apart)
     rigid_strains: tuple[float, ...] = ()
     # the colliders stopped where the bodies stopped them at the step's end (a step that
-    # failed with them pressed into the bodies, taken again with them held; they snap to
-    # their keys again once that move is clear: docs/design/10-prescribed-motion.md)
+    # drove them into rigid bodies it failed on or squashed, taken again with them held; they
+    # snap to their keys again once that move is clear: docs/design/10-prescribed-motion.md)
     stopped_colliders: tuple[str, ...] = ()
 
 
@@ -361,6 +361,7 @@ class Simulation:
         does not touch, is not stopped (docs/design/10-prescribed-motion.md, item 5)."""
         m = self.model
         n_b = len(m.body_slices)
+        collider = self._prescribed.collider_of_group
         if solved.converged:
             strains = np.asarray(self._rigid_strains())
             if not len(strains) or strains.max() <= RIGID_STRAIN_LIMIT:
@@ -370,11 +371,10 @@ class Simulation:
             candidates = solved.driven
         else:
             bodies = self._rigid_bodies
-            col = [m.owner[g.vertices[0]] - n_b for g in m.kin_groups]
-            candidates = [gi for gi in solved.driven if summary.col_dist[col[gi]] < 0.0]
+            candidates = [gi for gi in solved.driven if summary.col_dist[collider[gi]] < 0.0]
         owners = m.owner[self._state_stencils] if self._state_stencils is not None else np.zeros((0, 3), int)
         touched = owners[np.isin(owners, np.flatnonzero(bodies)).any(axis=1)]
-        return tuple(gi for gi in candidates if (touched == m.owner[m.kin_groups[gi].vertices[0]]).any())
+        return tuple(gi for gi in candidates if (touched == n_b + collider[gi]).any())
 
     @functools.cached_property
     def _rigid_bodies(self):
@@ -386,8 +386,8 @@ class Simulation:
         kin_groups indices, _stopping) into rigid bodies that cannot make room: taken
         again from its start (start: _part_start) with those colliders stopped where
         they were.  Bodies that cannot make room (rigid shapes, jammed in a box or not)
-        cannot balance the penalty that drives a collider to its
-        keys: the step fails, or the penalty wins and squashes them.  Stopped, a collider
+        cannot balance the penalty that drives a collider to its keys: the step fails, or
+        the penalty wins and squashes them.  Stopped, a collider
         stays until its keys move clear (docs/design/10-prescribed-motion.md).  Returns
         (solved, summary, tally) of the second try, the first try's iterations rejected."""
         m = self.model
@@ -650,7 +650,7 @@ class Simulation:
             r.last.watched,
             crossing.crossing_pairs(r.x) if r.last.watched else None,
             stopped,
-            tuple(gi for gi in penalty.pending if m.is_collider[m.kin_groups[gi].vertices[0]]),
+            tuple(gi for gi in penalty.pending if self._prescribed.collider_of_group[gi] >= 0),
         )
 
     def _crosses(self, watch, x):

@@ -285,7 +285,7 @@ def restore(sim, cp: Checkpoint):
         raise SolverInputError(f"checkpoint: {len(active)} links, the scene has {len(sim.link_active)}")
     sim.link_active = active.copy()
     stopped = tuple(cp.stopped_colliders)
-    groups = sim.model.kin_groups
-    if any(not 0 <= gi < len(groups) or not sim.model.is_collider[groups[gi].vertices[0]] for gi in stopped):
+    collider = sim._prescribed.collider_of_group
+    if any(not 0 <= gi < len(collider) or collider[gi] < 0 for gi in stopped):
         raise SolverInputError(f"checkpoint: stopped colliders {stopped} are not the scene's colliders")
     sim._stopped_colliders = stopped
