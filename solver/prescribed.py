@@ -8,11 +8,11 @@ vertex mass, in IP units) growing by ``penalty_growth`` after each converged
 Newton solve that leaves it short, for at most ``penalty_rounds`` raises
 (:func:`next_round`); after each solve the pending groups try to snap again.
 
-A collider driven into rigid bodies that cannot make room (the step failed, or
+A collider moved into rigid bodies that cannot make room (the step failed, or
 squashed one) is *stopped* (``Simulation._stopping``;
 docs/design/10-prescribed-motion.md): from then on it stays where the bodies
 stopped it, fixed and not driven, until its straight move to its target is
-collision-free again, when it snaps there.
+collision-free again and ends farther than dhat from everything, when it snaps there.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 from . import ccd
 from .broad_phase import Groups
 from .contacts import candidate_stencils
+from .distance import case_and_distance_sq
 
 
 @dataclass(frozen=True)
@@ -34,9 +35,9 @@ class PrescribedSettings:
     penalty_rounds: int = 4  # raises at most, then the step ends where the penalty holds the group
     # a snap is blocked by a half-plane it would bring a vertex closer to than this x dhat
     plane_clearance: float = 0.1
-    # a step that drove a collider into rigid bodies it touches and failed, or squashed one, is
-    # taken again with that collider stopped where it was (False: the step fails or squashes
-    # them; docs/design/10-prescribed-motion.md)
+    # a step that moved a collider into rigid bodies with no room and squashed one, or failed
+    # with it pressed into them, is taken again with that collider stopped where it was
+    # (False: the step fails or squashes them; docs/design/10-prescribed-motion.md)
     stop_pressed: bool = True
 
 
@@ -86,11 +87,26 @@ class PrescribedMotion:
         """Start of a step: (x with the groups that can snap at their targets,
         the :class:`PenaltyRound` of the others, the stopped groups that stay
         stopped).  stopped: groups held where the bodies stopped them; those
-        that cannot snap stay where they are (fixed, not penalized)."""
-        x, blocked = self.snap(x, target, range(len(self.model.kin_groups)))
+        that cannot snap, or would end within dhat of something
+        (:meth:`clear_at_target`), stay where they are (fixed, not penalized)."""
+        held = tuple(gi for gi in stopped if not self.clear_at_target(x, target, gi))
+        x, blocked = self.snap(x, target, [gi for gi in range(len(self.model.kin_groups)) if gi not in held])
         pending = tuple(gi for gi in blocked if gi not in stopped)
-        still = tuple(gi for gi in blocked if gi in stopped)
+        still = tuple(sorted(held + tuple(gi for gi in blocked if gi in stopped)))
         return x, PenaltyRound(pending, self.settings.penalty_start), still
+
+    def clear_at_target(self, x, target, gi):
+        """Whether group gi at its target is farther than dhat from everything else at x: a
+        stopped collider snaps back only where it presses on nothing (a collider whose
+        straight move is clear can still end pressing rigid bodies that have no room)."""
+        m, v = self.model, self.model.kin_groups[gi].vertices
+        y = x.copy()
+        y[v] = target[v]
+        moves = np.zeros(m.n, bool)
+        moves[v] = True
+        groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
+        st = candidate_stencils(m, y, y, self.dhat, groups=groups)
+        return not len(st) or bool(np.all(case_and_distance_sq(y[st])[1] > self.dhat**2))
 
     def staying(self, target, x, groups):
         """target with the vertices of groups (indices into kin_groups) where they are in x."""

@@ -93,8 +93,9 @@ class StepStats:
     # basis.RIGID_STRAIN_LIMIT something crushes it (or pins pull it apart)
     rigid_strains: tuple[float, ...] = ()
     # the colliders stopped where the bodies stopped them at the step's end (a step that
-    # drove them into rigid bodies it failed on or squashed, taken again with them held; they
-    # snap to their keys again once that move is clear: docs/design/10-prescribed-motion.md)
+    # moved them into rigid bodies it failed on or squashed, taken again with them held; they
+    # snap to their keys again once that move is clear and ends farther than dhat from the
+    # bodies: docs/design/10-prescribed-motion.md)
     stopped_colliders: tuple[str, ...] = ()
 
 
@@ -334,7 +335,7 @@ class Simulation:
         tally = _MotionTally()
         start = self._part_start() if self._stops_colliders else None
         solved, summary = self._advance(h, self.time + h, 0, tally)
-        if start is not None and solved.driven:
+        if start is not None:
             stopping = self._stopping(start, solved, summary)
             if stopping:
                 solved, summary, tally = self._stop_colliders(h, start, stopping, solved, tally)
@@ -348,33 +349,60 @@ class Simulation:
 
     @functools.cached_property
     def _stops_colliders(self):
-        """Whether a step may stop the colliders the bodies cannot make room for."""
-        return self.settings.prescribed.stop_pressed and len(self.model.collider_slices) > 0
+        """Whether a step may stop the colliders the bodies cannot make room for: only rigid
+        bodies cannot (docs/design/10-prescribed-motion.md, item 5)."""
+        s = self.settings.prescribed
+        return s.stop_pressed and len(self.model.collider_slices) > 0 and bool(self._rigid_bodies.any())
 
     def _stopping(self, start, solved, summary):
-        """The colliders (kin_groups indices) the step just taken drove by their penalty (they
-        could not snap) into bodies that cannot make room: at its end they touch (within
-        dhat) a rigid body and either the step did not converge with them pressed into the
-        bodies (at their keys they overlap them: collider_check.pressed) or that body's
-        strain rose past basis.RIGID_STRAIN_LIMIT in this step (start: _part_start).  A
-        collider only near deformable bodies, or whose step failed or strained a body it
-        does not touch, is not stopped (docs/design/10-prescribed-motion.md, item 5)."""
+        """The colliders (kin_groups indices) the step just taken moved into rigid bodies that
+        cannot make room (start: _part_start).  A collider that moved in this step (snapped
+        onto its keys or driven by its penalty), not stopped already, is stopping when the
+        bodies it reaches at the step's end (those it touches within dhat, those touching
+        them and so on: a lid on a plate on pebbles) hold a rigid body strained past
+        basis.RIGID_STRAIN_LIMIT and more than at the step's start, or hold a rigid body while
+        the collider was driven and the step did not converge with it pressed into the bodies
+        (at its keys it overlaps them: collider_check.pressed).  A collider reaching
+        deformable bodies only, or whose step strained a body out of its reach, is not
+        stopped (docs/design/10-prescribed-motion.md, item 5)."""
         m = self.model
-        n_b = len(m.body_slices)
+        x0 = start[0]["x"]
         collider = self._prescribed.collider_of_group
-        if solved.converged:
-            strains = np.asarray(self._rigid_strains())
-            if not len(strains) or strains.max() <= RIGID_STRAIN_LIMIT:
-                return ()
-            before = rigid_strains(m.basis, start[0]["x"], n_b)
-            bodies = (strains > RIGID_STRAIN_LIMIT) & (before <= RIGID_STRAIN_LIMIT)
-            candidates = solved.driven
-        else:
-            bodies = self._rigid_bodies
-            candidates = [gi for gi in solved.driven if summary.col_dist[collider[gi]] < 0.0]
-        owners = m.owner[self._state_stencils] if self._state_stencils is not None else np.zeros((0, 3), int)
-        touched = owners[np.isin(owners, np.flatnonzero(bodies)).any(axis=1)]
-        return tuple(gi for gi in candidates if (touched == n_b + collider[gi]).any())
+        moved = [
+            gi
+            for gi, group in enumerate(m.kin_groups)
+            if collider[gi] >= 0
+            and gi not in self._stopped_colliders
+            and (gi in solved.driven or np.any(self.x[group.vertices] != x0[group.vertices]))
+        ]
+        if not moved:
+            return ()
+        n_b = len(m.body_slices)
+        strains = rigid_strains(m.basis, self.x, n_b)
+        crushed = (strains > RIGID_STRAIN_LIMIT) & (strains > rigid_strains(m.basis, x0, n_b))
+        failed = () if solved.converged else solved.driven
+        pressed = {gi for gi in failed if summary.col_dist[collider[gi]] < 0.0}
+        moved = [gi for gi in moved if gi in pressed or crushed.any()]
+        if not moved:
+            return ()
+        a, b = self._touching_owners()
+        cluster = contact_clusters(a, b, n_b)
+        out = []
+        for gi in moved:
+            c = n_b + collider[gi]
+            touched = np.concatenate([b[a == c], a[b == c]])
+            reach = np.isin(cluster, cluster[touched[touched < n_b]])
+            if crushed[reach].any() or (gi in pressed and self._rigid_bodies[reach].any()):
+                out.append(gi)
+        return tuple(out)
+
+    def _touching_owners(self):
+        """(a, b): the owners (bodies, then colliders) of each point-edge pair within dhat at
+        the state's x (from the state's contact stencils)."""
+        st = self._state_stencils if self._state_stencils is not None else np.zeros((0, 3), np.intp)
+        if len(st):
+            st = st[case_and_distance_sq(self.x[st])[1] < self.params.dhat**2]
+        return self.model.owner[st[:, 0]], self.model.owner[st[:, 1]]
 
     @functools.cached_property
     def _rigid_bodies(self):
@@ -382,7 +410,7 @@ class Simulation:
         return np.array([b.kind == "rigid" for b in self.scene.bodies], bool)
 
     def _stop_colliders(self, h, start, stopping, solved, tally):
-        """The step just taken (solved, tally: its own) drove colliders (stopping: their
+        """The step just taken (solved, tally: its own) moved colliders (stopping: their
         kin_groups indices, _stopping) into rigid bodies that cannot make room: taken
         again from its start (start: _part_start) with those colliders stopped where
         they were.  Bodies that cannot make room (rigid shapes, jammed in a box or not)
@@ -998,3 +1026,20 @@ def simulate(scene, n_steps, progress=None, settings=None) -> Trajectory:
         tuple(stats),
         sim.notes,
     )
+
+
+def contact_clusters(a, b, n_bodies):
+    """(n_bodies,) a label per body: bodies joined by a chain of touching bodies (a, b: the
+    owners of each touching pair; owners from n_bodies on are colliders, which join nothing)
+    share the smallest index among them."""
+    label = np.arange(n_bodies)
+    inner = (a < n_bodies) & (b < n_bodies)
+    a, b = a[inner], b[inner]
+    while True:  # the smallest label spreads along the pairs, one pair further each pass
+        lowest = label.copy()
+        np.minimum.at(lowest, a, label[b])
+        np.minimum.at(lowest, b, label[a])
+        lowest = lowest[lowest]  # (and along what it has reached already)
+        if np.array_equal(lowest, label):
+            return label
+        label = lowest

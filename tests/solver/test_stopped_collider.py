@@ -1,11 +1,14 @@
-"""A collider the bodies stop (docs/design/10-prescribed-motion.md): a step that fails with a
-collider pressed into bodies that cannot make room is taken again with that collider stopped
-where it was at the step's start; it stays there, fixed, until its straight move to its keys is
-clear, then snaps back onto them.  The bake goes on instead of failing.
+"""A collider the bodies stop (docs/design/10-prescribed-motion.md): a step that moves a
+collider into rigid bodies that cannot make room (touching it, or touching those that do), and
+fails with it pressed into them or squashes one past the limit, is taken again with that
+collider stopped where it was at the step's start; it stays there, fixed, until its straight
+move to its keys is clear and ends farther than dhat from the bodies, then snaps back onto them.
+The bake goes on instead of failing.
 
-The scene: four rigid shapes in a box, the ceiling slammed down onto them at 4 m/s (the step
-that fails without the stop is step 6: test_collider_lag.py), then keyed back up.  Every
-expected position is computed here from the keys, every invariant from the geometry."""
+The first scenes: four rigid shapes in a box, the ceiling slammed down onto them at 4 m/s (the
+step that fails without the stop is step 6: test_collider_lag.py), then keyed back up.  Every
+expected position is computed here from the keys, every invariant from the geometry.  The last:
+a lid on a rigid plate on rigid pebbles, and a lid on a rigid cube (the second review's cases)."""
 
 import warnings
 from dataclasses import replace
@@ -161,3 +164,104 @@ def test_a_collider_is_not_stopped_for_a_strain_or_a_failure_it_did_not_cause():
         first = Simulation(crushed).step()
     assert not first.converged and first.animated_collider_distance < 0.0  # pressed, failed
     assert first.stopped_colliders == ()
+
+
+def _lid_scene(bodies, drop, t_down, gap=0.007, **params):
+    """bodies on the ground under a one-edge lid gap [m] above the highest, keyed down by
+    drop [m] over t_down [s], then held."""
+    from solver import Collider, HalfPlane, Scene, SimParams
+
+    top = max(float(b.vertices[:, 1].max()) for b in bodies)
+    lv = np.array([[-0.6, top + gap], [0.6, top + gap]])
+    lid = Collider(
+        "lid",
+        lv,
+        np.array([[0, 1]]),
+        np.array([0.0, t_down, 5.0]),
+        np.stack([lv, lv - [0, drop], lv - [0, drop]]),
+    )
+    p = SimParams(dt=DT, dhat=0.005, kappa=1e5, eps_v=1e-3, newton_tol=1e-2, **params)
+    return Scene(bodies=tuple(bodies), colliders=(lid,), half_planes=(HalfPlane(),), params=p)
+
+
+def _plate_on_pebbles(t_down, plate_kind="rigid"):
+    """A wide plate (rigid, or deformable and stiff: E = 1e7) resting 7 mm above two 3 cm rigid
+    pebbles; the lid keyed 6 cm down onto the plate: the lid touches the plate only, the
+    pebbles under it take the squeeze."""
+    from solver import Body, Material
+    from solver.examples import square_mesh
+
+    mat = Material(E=1e5, nu=0.4, density=1000.0, mu=0.3)
+    pebbles = [
+        Body(f"pebble{i}", *square_mesh(0.03, 2, center=(x, 0.017)), mat, kind="rigid")
+        for i, x in enumerate((-0.15, 0.15))
+    ]
+    pv, pt = square_mesh(1.0, 4, center=(0.0, 0.0))
+    plate_mat = replace(mat, E=1e7) if plate_kind == "deformable" else mat
+    plate = Body("plate", pv * [0.5, 0.1] + [0.0, 0.089], pt, plate_mat, kind=plate_kind)
+    return _lid_scene([*pebbles, plate], 0.06, t_down)
+
+
+def _strains(scene, n, stop=True, sim=None):
+    """Per step (stopped colliders, the largest rigid strain) of n steps (stop: the stop on)."""
+    from solver.prescribed import PrescribedSettings
+
+    settings = SolverSettings(prescribed=PrescribedSettings(stop_pressed=stop))
+    sim = sim or Simulation(scene, settings=settings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return [(st.stopped_colliders, max(st.rigid_strains)) for st in (sim.step() for _ in range(n))]
+
+
+@pytest.mark.parametrize("t_down, plate", [(0.1, "rigid"), (0.3, "rigid"), (0.1, "deformable")])
+def test_a_lid_on_a_plate_stops_before_the_rigid_pebbles_under_it_are_crushed(t_down, plate):
+    """The lid presses the pebbles through the plate: it touches no crushed body itself; at
+    0.3 s it snaps onto its keys every step (2 mm a step, never driven by its penalty); a
+    stiff deformable plate does not give way fast enough either."""
+    from solver.basis import RIGID_STRAIN_LIMIT
+
+    scene = _plate_on_pebbles(t_down, plate)
+    unstopped = _strains(scene, 20, stop=False)
+    assert max(s for _, s in unstopped) > 5 * RIGID_STRAIN_LIMIT  # what the stop prevents
+    rows = _strains(scene, 20)
+    assert max(s for _, s in rows) < RIGID_STRAIN_LIMIT
+    first = next(k for k, (stopped, _) in enumerate(rows) if stopped)
+    assert all(stopped == ("lid",) for stopped, _ in rows[first:])  # held: its keys stay down
+
+
+def _cube_under_lid(speed, **params):
+    from solver import Body, Material
+    from solver.examples import square_mesh
+
+    v, t = square_mesh(0.05, 2, center=(0.0, 0.027))
+    cube = Body("cube", v, t, Material(E=1e5, nu=0.4, density=1000.0, mu=0.3), kind="rigid")
+    return _lid_scene([cube], 0.036, 0.036 / speed, gap=0.006, **params)
+
+
+def test_a_body_already_past_the_limit_stops_the_lid_that_squeezes_it_further():
+    """The stop off, the lid squeezes the cube past the limit; from a checkpoint of that step,
+    with the stop on, the lid driven on into the cube is stopped: the strain grows no more."""
+    from solver.basis import RIGID_STRAIN_LIMIT
+    from solver.prescribed import PrescribedSettings
+
+    scene = _cube_under_lid(0.45, strict=False)
+    off = Simulation(scene, settings=SolverSettings(prescribed=PrescribedSettings(stop_pressed=False)))
+    strain = 0.0
+    while strain <= RIGID_STRAIN_LIMIT:
+        ((_, strain),) = _strains(scene, 1, sim=off)
+    past = off.checkpoint()
+    assert max(s for _, s in _strains(scene, 5, sim=off)) > 2 * strain  # squashed on
+    rows = _strains(scene, 5, sim=Simulation.from_checkpoint(scene, past))
+    assert rows[0][0] == ("lid",)
+    assert max(s for _, s in rows) < strain * 1.001  # (it settles under the stopped lid)
+
+
+def test_a_step_that_fails_and_crushes_a_rigid_body_is_taken_again_with_the_lid_stopped():
+    """With 10 Newton iterations a step, the step the lid is driven into the cube fails while
+    the penalty squeezes the cube (strict: it raised); its collider is stopped and it passes."""
+    from solver.basis import RIGID_STRAIN_LIMIT
+
+    scene = _cube_under_lid(0.8, max_newton_iters=10)
+    assert scene.params.strict
+    rows = _strains(scene, 6)
+    assert rows[0][0] == ("lid",) and max(s for _, s in rows) < RIGID_STRAIN_LIMIT
