@@ -51,6 +51,9 @@ from .start import NewtonStart
 from .validate import check_initial_geometry
 
 _NO_CROSSING = np.zeros((0, 3), np.intp)  # no stencil crosses
+# a rigid body crushed in a step: past RIGID_STRAIN_LIMIT and strained by this fraction of it
+# more than at the step's start (docs/design/10-prescribed-motion.md, item 5)
+CRUSH_RISE = 0.1
 
 
 @dataclass(frozen=True)
@@ -360,7 +363,8 @@ class Simulation:
         onto its keys or driven by its penalty), not stopped already, is stopping when the
         bodies it reaches at the step's end (those it touches within dhat, those touching
         them and so on: a lid on a plate on pebbles) hold a rigid body strained past
-        basis.RIGID_STRAIN_LIMIT and more than at the step's start, or hold a rigid body while
+        basis.RIGID_STRAIN_LIMIT and by CRUSH_RISE of it more than at the step's start, or
+        hold a rigid body while
         the collider was driven and the step did not converge with it pressed into the bodies
         (at its keys it overlaps them: collider_check.pressed).  A collider reaching
         deformable bodies only, or whose step strained a body out of its reach, is not
@@ -379,7 +383,10 @@ class Simulation:
             return ()
         n_b = len(m.body_slices)
         strains = rigid_strains(m.basis, self.x, n_b)
-        crushed = (strains > RIGID_STRAIN_LIMIT) & (strains > rigid_strains(m.basis, x0, n_b))
+        # crushed: past the limit, and a tenth of it more than at the step's start (a body
+        # strained by its pins and holding still rises by ~1e-7 a step, a crush by 1e-3 to 0.1)
+        rise = strains - rigid_strains(m.basis, x0, n_b)
+        crushed = (strains > RIGID_STRAIN_LIMIT) & (rise > CRUSH_RISE * RIGID_STRAIN_LIMIT)
         failed = () if solved.converged else solved.driven
         pressed = {gi for gi in failed if summary.col_dist[collider[gi]] < 0.0}
         moved = [gi for gi in moved if gi in pressed or crushed.any()]

@@ -265,3 +265,36 @@ def test_a_step_that_fails_and_crushes_a_rigid_body_is_taken_again_with_the_lid_
     assert scene.params.strict
     rows = _strains(scene, 6)
     assert rows[0][0] == ("lid",) and max(s for _, s in rows) < RIGID_STRAIN_LIMIT
+
+
+def test_a_paddle_is_not_stopped_by_a_body_its_own_pins_strain():
+    """A paddle pushes a rigid box along a rigid bar whose pins pulled it past the limit and
+    hold it there: the bar's strain rises by ~1e-7 a step under the moving box, which the
+    paddle reaches through the box; it does not stop the paddle (the second review's case)."""
+    from solver import Body, Collider, HalfPlane, Material, Scene, SimParams
+    from solver.basis import RIGID_STRAIN_LIMIT
+    from solver.examples import square_mesh
+    from solver.scene import Pin
+
+    mat = Material(E=1e5, nu=0.4, density=1000.0, mu=0.3)
+    bv, bt = square_mesh(0.1, 4, center=(0.0, 0.0))
+    bv = bv * [6.0, 0.5] + [0.0, 0.0251]  # a bar 0.6 x 0.05 on the ground
+    left, right = np.flatnonzero(bv[:, 0] < -0.29), np.flatnonzero(bv[:, 0] > 0.29)
+
+    def pin(idx, dx):  # pulled apart by dx over 0.1 s, then held
+        return Pin(idx, np.array([0.0, 0.1]), np.stack([bv[idx], bv[idx] + [dx, 0.0]]))
+
+    bar = Body("bar", bv, bt, mat, kind="rigid", pins=(pin(left, -0.02), pin(right, 0.02)))
+    box = Body("box", *square_mesh(0.05, 2, center=(-0.15, 0.1061)), mat, kind="rigid")
+    pv = np.array([[-0.182, 0.062], [-0.182, 0.13]])
+    paddle = Collider(
+        "paddle", pv, np.array([[0, 1]]), np.array([0.2, 1.2]), np.stack([pv, pv + np.array([0.3, 0.0])])
+    )
+    p = SimParams(dt=DT, dhat=0.005, kappa=1e5, eps_v=1e-3, newton_tol=1e-2, strict=False)
+    sim = Simulation(Scene(bodies=(bar, box), colliders=(paddle,), half_planes=(HalfPlane(),), params=p))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        stats = [sim.step() for _ in range(60)]
+    assert stats[-1].rigid_strains[0] > RIGID_STRAIN_LIMIT  # the bar, held pulled apart
+    assert all(st.stopped_colliders == () and st.collider_lag < 1e-9 for st in stats)
+    assert sim.body_positions(1)[:, 0].min() > -0.175 + 0.09  # pushed along: the paddle's keys
