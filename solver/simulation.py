@@ -46,7 +46,7 @@ from .profiling import Timers
 from .rest_gaps import fit_dhat
 from .rigid_gaps import RigidGaps
 from .settings import SolverSettings
-from .sleep import Sleep, SleepReport, free_unknowns
+from .sleep import Sleep, SleepReport, components, free_unknowns
 from .start import NewtonStart
 from .validate import check_initial_geometry
 
@@ -383,17 +383,19 @@ class Simulation:
             return ()
         n_b = len(m.body_slices)
         strains = rigid_strains(m.basis, self.x, n_b)
-        # crushed: past the limit, and a tenth of it more than at the step's start (a body
-        # strained by its pins and holding still rises by ~1e-7 a step, a crush by 1e-3 to 0.1)
-        rise = strains - rigid_strains(m.basis, x0, n_b)
-        crushed = (strains > RIGID_STRAIN_LIMIT) & (rise > CRUSH_RISE * RIGID_STRAIN_LIMIT)
+        crushed = strains > RIGID_STRAIN_LIMIT
+        if crushed.any():
+            # crushed: past the limit, and a tenth of it more than at the step's start (a body
+            # strained by its pins and holding still rises by ~1e-7 a step, a crush by 1e-3 to 0.1)
+            crushed &= strains - rigid_strains(m.basis, x0, n_b) > CRUSH_RISE * RIGID_STRAIN_LIMIT
         failed = () if solved.converged else solved.driven
         pressed = {gi for gi in failed if summary.col_dist[collider[gi]] < 0.0}
         moved = [gi for gi in moved if gi in pressed or crushed.any()]
         if not moved:
             return ()
         a, b = self._touching_owners()
-        cluster = contact_clusters(a, b, n_b)
+        inner = (a < n_b) & (b < n_b)  # colliders join nothing
+        cluster = components(n_b, a[inner], b[inner])
         out = []
         for gi in moved:
             c = n_b + collider[gi]
@@ -1033,20 +1035,3 @@ def simulate(scene, n_steps, progress=None, settings=None) -> Trajectory:
         tuple(stats),
         sim.notes,
     )
-
-
-def contact_clusters(a, b, n_bodies):
-    """(n_bodies,) a label per body: bodies joined by a chain of touching bodies (a, b: the
-    owners of each touching pair; owners from n_bodies on are colliders, which join nothing)
-    share the smallest index among them."""
-    label = np.arange(n_bodies)
-    inner = (a < n_bodies) & (b < n_bodies)
-    a, b = a[inner], b[inner]
-    while True:  # the smallest label spreads along the pairs, one pair further each pass
-        lowest = label.copy()
-        np.minimum.at(lowest, a, label[b])
-        np.minimum.at(lowest, b, label[a])
-        lowest = lowest[lowest]  # (and along what it has reached already)
-        if np.array_equal(lowest, label):
-            return label
-        label = lowest
