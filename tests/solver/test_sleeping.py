@@ -22,6 +22,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from invariants import boundary_edges, crossing_edge_pairs, grid_square, point_segment_distance
 from test_analytic import slope_scene
 
@@ -313,6 +315,45 @@ def test_components_label_each_connected_group_by_its_smallest_node():
     a = np.array([5, 1, 3, 6])
     b = np.array([2, 0, 5, 3])
     assert components(8, a, b).tolist() == [0, 0, 2, 2, 4, 2, 2, 7]
+
+
+def _smallest_reachable(n, a, b):
+    """Each node's smallest reachable node, by a plain search (the reference)."""
+    nbrs = [[] for _ in range(n)]
+    for i, j in zip(a.tolist(), b.tolist(), strict=True):
+        nbrs[i].append(j)
+        nbrs[j].append(i)
+    out = [-1] * n
+    for start in range(n):  # ascending: the first start to reach a node is its smallest
+        if out[start] >= 0:
+            continue
+        out[start], todo = start, [start]
+        while todo:
+            for j in nbrs[todo.pop()]:
+                if out[j] < 0:
+                    out[j] = start
+                    todo.append(j)
+    return out
+
+
+@given(
+    st.integers(1, 60).flatmap(
+        lambda n: st.tuples(
+            st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=90)
+        )
+    )
+)
+def test_components_agree_with_a_plain_search(graph):
+    n, edges = graph
+    pairs = np.array(edges, dtype=int).reshape(-1, 2)
+    a, b = pairs[:, 0], pairs[:, 1]
+    assert components(n, a, b).tolist() == _smallest_reachable(n, a, b)
+
+
+def test_a_long_chain_numbered_at_random_is_one_component():
+    order = np.random.default_rng(3).permutation(20_000)
+    label = components(20_000, order[:-1], order[1:])
+    assert (label == 0).all()
 
 
 def test_sleeping_rigid_bodies_hold_their_six_unknowns():
