@@ -13,6 +13,8 @@ squashed one) is *stopped* (``Simulation._stopping``;
 docs/design/10-prescribed-motion.md): from then on it stays where the bodies
 stopped it, fixed and not driven, until its straight move to its target is
 collision-free again and ends farther than dhat from everything, when it snaps there.
+Meanwhile, where it stands farther than ``stopped_gap`` x dhat from everything, it
+moves on towards its keys until dhat from the nearest (:meth:`PrescribedMotion.creep`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ class PrescribedSettings:
     # with it pressed into them, is taken again with that collider stopped where it was
     # (False: the step fails or squashes them; docs/design/10-prescribed-motion.md)
     stop_pressed: bool = True
+    # a stopped collider farther than this x dhat from everything moves on along its straight move
+    # to its keys until dhat from the nearest (it stopped where it was at the step's start)
+    stopped_gap: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,8 @@ class PrescribedMotion:
         x, blocked = self.snap(x, target, [gi for gi in range(len(self.model.kin_groups)) if gi not in held])
         pending = tuple(gi for gi in blocked if gi not in stopped)
         still = tuple(sorted(held + tuple(gi for gi in blocked if gi in stopped)))
+        for gi in still:
+            x = self.creep(x, target, gi)
         return x, PenaltyRound(pending, self.settings.penalty_start), still
 
     def clear_at_target(self, x, target, gi):
@@ -107,6 +114,28 @@ class PrescribedMotion:
         groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
         st = candidate_stencils(m, y, y, self.dhat, groups=groups)
         return not len(st) or bool(np.all(case_and_distance_sq(y[st])[1] > self.dhat**2))
+
+    def creep(self, x, target, gi):
+        """x with the stopped group gi moved along its straight move to its target (everything
+        else where it is) until dhat from the nearest body, when it stands farther than
+        ``stopped_gap`` x dhat from everything: it stopped where it was at the start of the
+        step that stopped it, up to a step of its keyed motion above the bodies, and closes
+        that gap without pressing them (at dhat the barrier is zero)."""
+        m, v = self.model, self.model.kin_groups[gi].vertices
+        dx = np.zeros_like(x)
+        dx[v] = target[v] - x[v]
+        moves = np.zeros(m.n, bool)
+        moves[v] = True
+        groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
+        st = candidate_stencils(m, x, x + dx, self.dhat, groups=groups)
+        if not len(st):  # (held for a half-plane alone)
+            return x
+        nearest = np.sqrt(case_and_distance_sq(x[st])[1].min())
+        if not nearest > self.settings.stopped_gap * self.dhat:
+            return x
+        # every pair keeps at least dhat / nearest of its gap: the nearest one ends at dhat
+        s = ccd.point_edge_step(x[st], dx[st], eta=self.dhat / nearest).min()
+        return x + s * dx
 
     def staying(self, target, x, groups):
         """target with the vertices of groups (indices into kin_groups) where they are in x."""

@@ -631,7 +631,7 @@ class Simulation:
                 first = self._prescribed.first_round(x_prev, target, self._stopped_colliders)
         if self._sleep.enabled:
             if not again:
-                moving_to = target if first is None else self._prescribed.staying(target, x_prev, first[2])
+                moving_to = target if first is None else self._prescribed.staying(target, first[0], first[2])
                 self._begin_sleep_step(x_prev, moving_to, gravity, field_step)
             if self._sleep.everything_held:  # nothing moves: no solve
                 return self._unsolved(x_prev, target, t_start)

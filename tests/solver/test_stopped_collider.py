@@ -229,13 +229,40 @@ def test_a_lid_on_a_plate_stops_before_the_rigid_pebbles_under_it_are_crushed(t_
     assert all(stopped == ("lid",) for stopped, _ in rows[first:])  # held: its keys stay down
 
 
-def _cube_under_lid(speed, **params):
+def _cube_under_lid(speed, gap=0.006, **params):
     from solver import Body, Material
     from solver.examples import square_mesh
 
     v, t = square_mesh(0.05, 2, center=(0.0, 0.027))
     cube = Body("cube", v, t, Material(E=1e5, nu=0.4, density=1000.0, mu=0.3), kind="rigid")
-    return _lid_scene([cube], 0.036, 0.036 / speed, gap=0.006, **params)
+    drop = gap + 0.03  # its keys end 3 cm into the cube
+    return _lid_scene([cube], drop, drop / speed, gap=gap, **params)
+
+
+def test_a_stopped_lid_closes_the_gap_its_stop_left_down_to_dhat():
+    """A lid keyed at 4 m/s (4 cm a step) ends step 1 2.7 cm above a rigid cube and would
+    crush it in step 2: stopped where it was, it moves on down its keys until dhat above the
+    cube (its top at the step's start), not lower: it presses nothing."""
+    from solver.basis import RIGID_STRAIN_LIMIT
+    from solver.prescribed import PrescribedSettings
+
+    scene = _cube_under_lid(4.0, gap=0.07)
+    dhat = scene.params.dhat
+    sim = Simulation(scene)
+    top = [float(sim.body_positions(0)[:, 1].max())]
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(8):
+            st = sim.step()
+            rows.append((st, float(sim.collider_positions(0)[:, 1].min())))
+            top.append(float(sim.body_positions(0)[:, 1].max()))
+    assert rows[0][1] - top[1] > 5 * dhat  # where step 1 left it
+    assert [st.stopped_colliders for st, _ in rows] == [()] + [("lid",)] * 7
+    assert rows[1][1] - top[1] == pytest.approx(dhat, rel=1e-3)  # crept down in the stop step
+    for k, (st, lid) in enumerate(rows[1:], start=2):
+        assert top[k] < lid <= top[k - 1] + PrescribedSettings().stopped_gap * dhat
+        assert max(st.rigid_strains) < RIGID_STRAIN_LIMIT
 
 
 def test_a_body_already_past_the_limit_stops_the_lid_that_squeezes_it_further():
