@@ -88,18 +88,21 @@ class PrescribedMotion:
             target[g.vertices] = g.target(t)
         return target
 
-    def first_round(self, x, target, stopped=()):
+    def first_round(self, x, target, stopped=(), kept=(), share=1.0):
         """Start of a step: (x with the groups that can snap at their targets,
         the :class:`PenaltyRound` of the others, the stopped groups that stay
         stopped).  stopped: groups held where the bodies stopped them; those
         that cannot snap, or would end within dhat of something
-        (:meth:`clear_at_target`), stay where they are (fixed, not penalized)."""
-        held = tuple(gi for gi in stopped if not self.clear_at_target(x, target, gi))
+        (:meth:`clear_at_target`), or are kept (those of the step being taken
+        again because they stopped: any part of it keeps them), stay stopped:
+        fixed, not penalized, where they are or moved on (:meth:`creep`, by share
+        of the way: a part of a split step's share of it)."""
+        held = tuple(gi for gi in stopped if gi in kept or not self.clear_at_target(x, target, gi))
         x, blocked = self.snap(x, target, [gi for gi in range(len(self.model.kin_groups)) if gi not in held])
         pending = tuple(gi for gi in blocked if gi not in stopped)
         still = tuple(sorted(held + tuple(gi for gi in blocked if gi in stopped)))
         for gi in still:
-            x = self.creep(x, target, gi)
+            x = self.creep(x, target, gi, share)
         return x, PenaltyRound(pending, self.settings.penalty_start), still
 
     def clear_at_target(self, x, target, gi):
@@ -115,27 +118,33 @@ class PrescribedMotion:
         st = candidate_stencils(m, y, y, self.dhat, groups=groups)
         return not len(st) or bool(np.all(case_and_distance_sq(y[st])[1] > self.dhat**2))
 
-    def creep(self, x, target, gi):
+    def creep(self, x, target, gi, share=1.0):
         """x with the stopped group gi moved along its straight move to its target (everything
         else where it is) until dhat from the nearest body, when it stands farther than
-        ``stopped_gap`` x dhat from everything: it stopped where it was at the start of the
-        step that stopped it, up to a step of its keyed motion above the bodies, and closes
-        that gap without pressing them (at dhat the barrier is zero)."""
+        ``stopped_gap`` x dhat from everything and its target is a translation of it: it
+        stopped where it was at the start of the step that stopped it, up to a step of its
+        keyed motion above the bodies, and closes that gap without pressing them (at dhat the
+        barrier is zero).  share: the fraction
+        of that way it moves (a part of a split step: its share of the step)."""
         m, v = self.model, self.model.kin_groups[gi].vertices
+        d = target[v] - x[v]
+        if np.ptp(d, axis=0).max() > 1e-9 * max(np.abs(x[v]).max(), np.abs(target[v]).max(), self.dhat):
+            return x  # not a translation: part of the way would distort it (keys that rotate)
         dx = np.zeros_like(x)
-        dx[v] = target[v] - x[v]
+        dx[v] = d
         moves = np.zeros(m.n, bool)
         moves[v] = True
         groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
         st = candidate_stencils(m, x, x + dx, self.dhat, groups=groups)
-        if not len(st):  # (held for a half-plane alone)
-            return x
+        if not len(st):  # nothing within dhat of its way (kept in the step that stopped it)
+            return x + share * dx
         nearest = np.sqrt(case_and_distance_sq(x[st])[1].min())
         if not nearest > self.settings.stopped_gap * self.dhat:
             return x
-        # every pair keeps at least dhat / nearest of its gap: the nearest one ends at dhat
-        s = ccd.point_edge_step(x[st], dx[st], eta=self.dhat / nearest).min()
-        return x + s * dx
+        # every pair keeps at least this fraction of its gap: the nearest one ends just outside
+        # dhat (rounding would leave it some ulp inside, where the barrier is not zero)
+        s = ccd.point_edge_step(x[st], dx[st], eta=(1.0 + 1e-9) * self.dhat / nearest).min()
+        return x + share * s * dx
 
     def staying(self, target, x, groups):
         """target with the vertices of groups (indices into kin_groups) where they are in x."""

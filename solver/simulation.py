@@ -269,6 +269,10 @@ class Simulation:
         self.kin_vertices = self._prescribed.kin_vertices
         # colliders held where the bodies stopped them (kin_groups indices; _stop_colliders)
         self._stopped_colliders = ()
+        # ... and those stopped in the step being taken again (_stop_colliders): every part of
+        # it keeps them stopped, whatever its own target (a split would otherwise release them)
+        self._holding = ()
+        self._step_length = self.params.dt
         self._start = NewtonStart(
             m,
             p.dhat,
@@ -335,6 +339,7 @@ class Simulation:
         once (docs/design/14-step-motion-check.md)."""
         t_start = _time.perf_counter()
         h = self.params.dt if dt is None else dt
+        self._step_length = h  # (its parts' share of it: how far a stopped collider moves on)
         tally = _MotionTally()
         start = self._part_start() if self._stops_colliders else None
         solved, summary = self._advance(h, self.time + h, 0, tally)
@@ -438,7 +443,11 @@ class Simulation:
             stacklevel=3,
         )
         again = _MotionTally(rejected_iters=tally.rejected_iters + solved.iters)
-        solved, summary = self._advance(h, self.time + h, 0, again)
+        self._holding = tuple(stopping)
+        try:
+            solved, summary = self._advance(h, self.time + h, 0, again)
+        finally:
+            self._holding = ()
         return solved, summary, again
 
     def _break_links(self):
@@ -626,9 +635,9 @@ class Simulation:
         x_tilde = x_prev + h * self.v + h * h * gravity
         field_step = fields.step_fields(self.scene.fields, x_prev, self.time, m.mass, ~m.is_collider)
         first = None
-        if self._stopped_colliders:  # which stay stopped: a stopped collider wakes nothing
+        if self._stopped_colliders:  # which stay stopped (or move on, clear of every body): no wake
             with self.timers("step_setup"):
-                first = self._prescribed.first_round(x_prev, target, self._stopped_colliders)
+                first = self._first_round(x_prev, target, h)
         if self._sleep.enabled:
             if not again:
                 moving_to = target if first is None else self._prescribed.staying(target, first[0], first[2])
@@ -660,7 +669,7 @@ class Simulation:
             if field_step is not None:  # the fields' lagged force and drag (solver/fields.py)
                 consts.update(force=field_step.force, fields=field_step)
             if first is None:
-                first = self._prescribed.first_round(x_prev, target, self._stopped_colliders)
+                first = self._first_round(x_prev, target, h)
             x_snap, penalty, stopped = first
             touching = self._touching_bodies(fric_cs)
             x, cs = self._start.guess(x_snap, x_prev + h * self.v, x_tilde, touching)
@@ -689,6 +698,13 @@ class Simulation:
             stopped,
             tuple(gi for gi in penalty.pending if self._prescribed.collider_of_group[gi] >= 0),
         )
+
+    def _first_round(self, x_prev, target, h):
+        """PrescribedMotion.first_round of a (sub)step of length h from x_prev: stopped colliders
+        move on by the (sub)step's share of the step (split, a part moves less: the motion check's
+        halves can part what its move would cross)."""
+        share = min(1.0, h / self._step_length)
+        return self._prescribed.first_round(x_prev, target, self._stopped_colliders, self._holding, share)
 
     def _crosses(self, watch, x):
         """Whether Newton's iterate x crosses on the motion check's watch (a CrossingWatch)."""

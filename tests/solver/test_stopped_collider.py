@@ -265,6 +265,58 @@ def test_a_stopped_lid_closes_the_gap_its_stop_left_down_to_dhat():
         assert max(st.rigid_strains) < RIGID_STRAIN_LIMIT
 
 
+@pytest.mark.parametrize("speed", [6.0, 8.0])
+def test_a_split_of_the_step_that_stops_a_lid_keeps_it_stopped(speed):
+    """The lid of the test above (no gravity), and a small rigid block flying left past its end
+    at a height between where it stood and where it moves on to: the motion check splits the
+    step that stops the lid.  Every part keeps the lid stopped (a part's own target, 7 mm above
+    the cube, was clear: released there, the lid crushed the cube by 16 %), and a part moves it
+    on by its share of the step, so the halves part the block from it."""
+    from solver import Body
+    from solver.basis import RIGID_STRAIN_LIMIT
+    from solver.examples import square_mesh
+
+    scene = _cube_under_lid(4.0, gap=0.07, strict=False, gravity=(0.0, 0.0))
+    mat = scene.bodies[0].material
+    bv, bt = square_mesh(0.01, 1, center=(0.6 + 0.03 + speed * DT, 0.068))
+    block = Body("block", bv, bt, mat, kind="rigid", velocity=np.array([-speed, 0.0]))
+    sim = Simulation(replace(scene, bodies=(*scene.bodies, block)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rows = [sim.step() for _ in range(3)]
+    assert rows[1].motion_splits > 0  # the case: a split step
+    for st in rows:
+        assert st.converged and st.motion_unresolved == 0 and st.min_distance > 0.0
+        assert max(st.rigid_strains) < RIGID_STRAIN_LIMIT
+    assert [st.stopped_colliders for st in rows] == [(), ("lid",), ("lid",)]
+
+
+def test_a_hinged_lid_stopped_on_a_jammed_cube_keeps_its_length():
+    """A lid hinged at its left end, keyed to turn 30 degrees down in 0.1 s onto a rigid cube
+    held between two walls: stopped, it does not move on part of the way to its keys (that
+    would shrink it: a turn is no straight move), so it keeps its length."""
+    from solver import Body, Collider, HalfPlane, Material, Scene, SimParams
+    from solver.basis import RIGID_STRAIN_LIMIT
+    from solver.examples import square_mesh
+
+    v, t = square_mesh(0.05, 2, center=(0.3, 0.027))
+    cube = Body("cube", v, t, Material(E=1e5, nu=0.4, density=1000.0, mu=0.3), kind="rigid")
+    turn = np.radians(np.linspace(0.0, -30.0, 11))
+    keys = np.stack([[[0.0, 0.1], [0.5 * np.cos(a), 0.1 + 0.5 * np.sin(a)]] for a in turn])
+    times = np.append(np.linspace(0.0, 0.1, 11), 5.0)
+    lid = Collider("lid", keys[0], np.array([[0, 1]]), times, np.concatenate([keys, keys[-1:]]))
+    walls = (HalfPlane(), HalfPlane((0.33, 0.0), (-1.0, 0.0)), HalfPlane((0.27, 0.0), (1.0, 0.0)))
+    p = SimParams(dt=DT, dhat=0.005, kappa=1e5, eps_v=1e-3, newton_tol=1e-2)
+    sim = Simulation(Scene(bodies=(cube,), colliders=(lid,), half_planes=walls, params=p))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rows = [(sim.step(), sim.collider_positions(0)) for _ in range(12)]
+    assert rows[-1][0].stopped_colliders == ("lid",)
+    for st, (a, b) in rows:
+        assert np.hypot(*(b - a)) == pytest.approx(0.5, abs=1e-12)
+        assert max(st.rigid_strains) < RIGID_STRAIN_LIMIT
+
+
 def test_a_body_already_past_the_limit_stops_the_lid_that_squeezes_it_further():
     """The stop off, the lid squeezes the cube past the limit; from a checkpoint of that step,
     with the stop on, the lid driven on into the cube is stopped: the strain grows no more."""
