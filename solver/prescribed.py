@@ -14,7 +14,8 @@ docs/design/10-prescribed-motion.md): from then on it stays where the bodies
 stopped it, fixed and not driven, until its straight move to its target is
 collision-free again and ends farther than dhat from everything, when it snaps there.
 Meanwhile, where it stands farther than ``stopped_gap`` x dhat from everything, it
-moves on towards its keys until dhat from the nearest (:meth:`PrescribedMotion.creep`).
+moves on towards its keys until dhat from the nearest, and with its keys' motion where that
+is clear (:meth:`PrescribedMotion.move_on`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,20 @@ class PenaltyRound:
     rounds: int = 0  # raises of k_pen so far
 
 
+# a stopped collider following its keys keeps this fraction of the nearest distance: bodies
+# resting under it are not quite level (a tilt of 1e-6 over 5 cm is 1e-5 of dhat = 5 mm)
+FOLLOW_SLACK = 0.999
+
+
+@dataclass(frozen=True)
+class MovingOn:
+    """How the stopped groups move on in a (sub)step (:meth:`PrescribedMotion.move_on`)."""
+
+    keys_before: np.ndarray | None = None  # (N, 2): the keys at the (sub)step's start (None: not followed)
+    share: float = 1.0  # the (sub)step's share of the step (a part of a split step moves on less)
+    kept: tuple[int, ...] = ()  # groups kept stopped whatever their targets (the step that stopped them)
+
+
 def kinematic_vertices(model):
     """(k,) every prescribed vertex of the model, group after group."""
     groups = model.kin_groups
@@ -88,21 +103,21 @@ class PrescribedMotion:
             target[g.vertices] = g.target(t)
         return target
 
-    def first_round(self, x, target, stopped=(), kept=(), share=1.0):
+    def first_round(self, x, target, stopped=(), moving_on=MovingOn()):
         """Start of a step: (x with the groups that can snap at their targets,
         the :class:`PenaltyRound` of the others, the stopped groups that stay
         stopped).  stopped: groups held where the bodies stopped them; those
         that cannot snap, or would end within dhat of something
-        (:meth:`clear_at_target`), or are kept (those of the step being taken
-        again because they stopped: any part of it keeps them), stay stopped:
-        fixed, not penalized, where they are or moved on (:meth:`creep`, by share
-        of the way: a part of a split step's share of it)."""
+        (:meth:`clear_at_target`), or are kept (moving_on.kept: those of the step
+        being taken again because they stopped, any part of it), stay stopped:
+        fixed, not penalized, where they are or moved on (:meth:`move_on`)."""
+        kept = moving_on.kept
         held = tuple(gi for gi in stopped if gi in kept or not self.clear_at_target(x, target, gi))
         x, blocked = self.snap(x, target, [gi for gi in range(len(self.model.kin_groups)) if gi not in held])
         pending = tuple(gi for gi in blocked if gi not in stopped)
         still = tuple(sorted(held + tuple(gi for gi in blocked if gi in stopped)))
         for gi in still:
-            x = self.creep(x, target, gi, share)
+            x = self.move_on(x, target, gi, moving_on)
         return x, PenaltyRound(pending, self.settings.penalty_start), still
 
     def clear_at_target(self, x, target, gi):
@@ -118,26 +133,87 @@ class PrescribedMotion:
         st = candidate_stencils(m, y, y, self.dhat, groups=groups)
         return not len(st) or bool(np.all(case_and_distance_sq(y[st])[1] > self.dhat**2))
 
-    def creep(self, x, target, gi, share=1.0):
-        """x with the stopped group gi moved along its straight move to its target (everything
-        else where it is) until dhat from the nearest body, when it stands farther than
-        ``stopped_gap`` x dhat from everything and its target is a translation of it: it
-        stopped where it was at the start of the step that stopped it, up to a step of its
-        keyed motion above the bodies, and closes that gap without pressing them (at dhat the
-        barrier is zero).  share: the fraction
-        of that way it moves (a part of a split step: its share of the step)."""
-        m, v = self.model, self.model.kin_groups[gi].vertices
-        d = target[v] - x[v]
-        if np.ptp(d, axis=0).max() > 1e-9 * max(np.abs(x[v]).max(), np.abs(target[v]).max(), self.dhat):
-            return x  # not a translation: part of the way would distort it (keys that rotate)
+    def move_on(self, x, target, gi, how):
+        """x with the stopped group gi moved on, everything else where it is, without coming
+        within dhat of anything (at dhat the barrier is zero: it presses nothing):
+
+        1. with its keys' motion of the (sub)step (how.keys_before to target), as far as that
+           is clear: keys that slide it sideways past the bodies take it along, offset by
+           where it stopped, until its straight move to them is clear;
+        2. then along its straight move to its keys, when it stands farther than
+           ``stopped_gap`` x dhat from everything, by how.share of the way to dhat from the
+           nearest body: it stopped where it was at the start of the step that stopped it, up
+           to a step of its keyed motion from the bodies, and closes that gap.
+
+        Each is a translation, or nothing (keys that turn: part of the way would distort it).
+        If the two together make a move that crosses something, the first alone is taken."""
+        v = self.model.kin_groups[gi].vertices
+        start = x
+        if how.keys_before is not None:
+            x = self._follow(x, v, target[v] - how.keys_before[v])
+        y = self._creep(x, v, target[v] - x[v], how.share)
+        if x is start or y is x or not self.blocked_vertices(start, y - start)[v].any():
+            return y
+        return x
+
+    def _sweep(self, x, v, d):
+        """(dx (N, 2): d (k, 2) on the vertices v, zero elsewhere; the point-edge stencils
+        that come within dhat along the straight move x -> x + dx), or None when d is not a
+        translation or is zero."""
+        # a translation to within what no one sees: its edges change by at most ptp(d) (keys of
+        # a deforming collider come as float32 meshes: 1e-9 of its size would refuse them)
+        if not np.abs(d).max() > 0.0 or np.ptp(d, axis=0).max() > 1e-3 * self.dhat:
+            return None
+        m = self.model
         dx = np.zeros_like(x)
         dx[v] = d
         moves = np.zeros(m.n, bool)
         moves[v] = True
         groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
-        st = candidate_stencils(m, x, x + dx, self.dhat, groups=groups)
-        if not len(st):  # nothing within dhat of its way (kept in the step that stopped it)
-            return x + share * dx
+        return dx, candidate_stencils(m, x, x + dx, self.dhat, groups=groups)
+
+    def _follow(self, x, v, d):
+        """x with the vertices v moved by the largest part of the translation d found (halving,
+        then bisecting: at most 2^-10 of it, else not moved) whose straight move crosses
+        nothing and leaves every pair just outside dhat, or at FOLLOW_SLACK of the nearest
+        pair's distance at x where that is within dhat already (a collider stopped within dhat
+        of a body slides on at that distance)."""
+        sweep = self._sweep(x, v, d)
+        if sweep is None:
+            return x
+        dx, st = sweep
+        if not len(st):  # nothing within dhat of its way
+            return x + dx
+        X, dX = x[st], dx[st]
+        nearest = np.sqrt(case_and_distance_sq(X)[1].min())
+        need = min((1.0 + 1e-9) * self.dhat, FOLLOW_SLACK * nearest) ** 2
+        safe = ccd.point_edge_step(X, dX).min()  # no crossing up to here
+
+        def clear(s):
+            return s <= safe and bool(np.all(case_and_distance_sq(X + s * dX)[1] >= need))
+
+        hi = 1.0
+        while not clear(hi):
+            hi *= 0.5
+            if hi < 2.0**-10:
+                return x
+        lo, hi = hi, 2.0 * hi
+        for _ in range(12 if lo < 1.0 else 0):  # (any clear part will do: the last one found)
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if clear(mid) else (lo, mid)
+        return x + lo * dx
+
+    def _creep(self, x, v, d, share):
+        """x with the vertices v moved by share of the part of the translation d that keeps
+        them outside dhat of everything (CCD), when they stand farther than ``stopped_gap`` x
+        dhat from everything near their way; x itself when they are nearer or d is no
+        translation."""
+        sweep = self._sweep(x, v, d)
+        if sweep is None:
+            return x
+        dx, st = sweep
+        if not len(st):  # nothing within dhat of its way (its target is the part's own already)
+            return x + dx
         nearest = np.sqrt(case_and_distance_sq(x[st])[1].min())
         if not nearest > self.settings.stopped_gap * self.dhat:
             return x

@@ -41,7 +41,7 @@ from .io import checkpoint as _checkpoint
 from .linsolve import BandOrdering
 from .newton import Newton
 from .potential import IncrementalPotential, StepConstants
-from .prescribed import PrescribedMotion
+from .prescribed import MovingOn, PrescribedMotion
 from .profiling import Timers
 from .rest_gaps import fit_dhat
 from .rigid_gaps import RigidGaps
@@ -701,10 +701,12 @@ class Simulation:
 
     def _first_round(self, x_prev, target, h):
         """PrescribedMotion.first_round of a (sub)step of length h from x_prev: stopped colliders
-        move on by the (sub)step's share of the step (split, a part moves less: the motion check's
-        halves can part what its move would cross)."""
-        share = min(1.0, h / self._step_length)
-        return self._prescribed.first_round(x_prev, target, self._stopped_colliders, self._holding, share)
+        move on with their keys' motion over it, and towards their keys by its share of the step
+        (split, a part moves less: the motion check's halves can part what the move would cross)."""
+        moving_on = MovingOn(
+            self._prescribed.targets(x_prev, self.time), min(1.0, h / self._step_length), self._holding
+        )
+        return self._prescribed.first_round(x_prev, target, self._stopped_colliders, moving_on)
 
     def _crosses(self, watch, x):
         """Whether Newton's iterate x crosses on the motion check's watch (a CrossingWatch)."""
