@@ -56,9 +56,10 @@ class PenaltyRound:
     rounds: int = 0  # raises of k_pen so far
 
 
-# a stopped collider following its keys keeps this fraction of the nearest distance: bodies
-# resting under it are not quite level (a tilt of 1e-6 over 5 cm is 1e-5 of dhat = 5 mm)
-FOLLOW_SLACK = 0.999
+# where a stopped collider that moves on stops, x dhat from the nearest body: outside dhat (the
+# barrier is zero there: it presses nothing), with room to follow its keys sideways over bodies
+# that are not quite level (a pile top tilted by 1e-6 over 5 cm is 1e-5 of dhat = 5 mm)
+STOPPED_CLEARANCE = 1.1
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,8 @@ class PrescribedMotion:
 
     def _sweep(self, x, v, d):
         """(dx (N, 2): d (k, 2) on the vertices v, zero elsewhere; the point-edge stencils
-        that come within dhat along the straight move x -> x + dx), or None when d is not a
-        translation or is zero."""
+        that come within STOPPED_CLEARANCE x dhat along the straight move x -> x + dx), or None
+        when d is not a translation or is zero."""
         # a translation to within what no one sees: its edges change by at most ptp(d) (keys of
         # a deforming collider come as float32 meshes: 1e-9 of its size would refuse them)
         if not np.abs(d).max() > 0.0 or np.ptp(d, axis=0).max() > 1e-3 * self.dhat:
@@ -170,14 +171,13 @@ class PrescribedMotion:
         moves = np.zeros(m.n, bool)
         moves[v] = True
         groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
-        return dx, candidate_stencils(m, x, x + dx, self.dhat, groups=groups)
+        return dx, candidate_stencils(m, x, x + dx, STOPPED_CLEARANCE * self.dhat, groups=groups)
 
     def _follow(self, x, v, d):
         """x with the vertices v moved by the largest part of the translation d found (halving,
         then bisecting: at most 2^-10 of it, else not moved) whose straight move crosses
-        nothing and leaves every pair just outside dhat, or at FOLLOW_SLACK of the nearest
-        pair's distance at x where that is within dhat already (a collider stopped within dhat
-        of a body slides on at that distance)."""
+        nothing and leaves every pair farther than dhat apart, when they are already (a
+        collider stopped within dhat of a body, pressing it, does not follow)."""
         sweep = self._sweep(x, v, d)
         if sweep is None:
             return x
@@ -185,8 +185,9 @@ class PrescribedMotion:
         if not len(st):  # nothing within dhat of its way
             return x + dx
         X, dX = x[st], dx[st]
-        nearest = np.sqrt(case_and_distance_sq(X)[1].min())
-        need = min((1.0 + 1e-9) * self.dhat, FOLLOW_SLACK * nearest) ** 2
+        need = ((1.0 + 1e-9) * self.dhat) ** 2
+        if not case_and_distance_sq(X)[1].min() >= need:
+            return x
         safe = ccd.point_edge_step(X, dX).min()  # no crossing up to here
 
         def clear(s):
@@ -201,9 +202,11 @@ class PrescribedMotion:
         for _ in range(12 if lo < 1.0 else 0):  # (any clear part will do: the last one found)
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if clear(mid) else (lo, mid)
-        return x + lo * dx
+        if lo < 1.0:  # stopped by a body: keep STOPPED_CLEARANCE from it, as a move towards
+            return self._creep(x, v, lo * d, 1.0, gap=0.0)  # its keys does
+        return x + dx
 
-    def _creep(self, x, v, d, share):
+    def _creep(self, x, v, d, share, gap=None):
         """x with the vertices v moved by share of the part of the translation d that keeps
         them outside dhat of everything (CCD), when they stand farther than ``stopped_gap`` x
         dhat from everything near their way; x itself when they are nearer or d is no
@@ -215,11 +218,12 @@ class PrescribedMotion:
         if not len(st):  # nothing within dhat of its way (its target is the part's own already)
             return x + dx
         nearest = np.sqrt(case_and_distance_sq(x[st])[1].min())
-        if not nearest > self.settings.stopped_gap * self.dhat:
+        gap = self.settings.stopped_gap if gap is None else gap
+        if not nearest > max(gap, STOPPED_CLEARANCE) * self.dhat:
             return x
-        # every pair keeps at least this fraction of its gap: the nearest one ends just outside
-        # dhat (rounding would leave it some ulp inside, where the barrier is not zero)
-        s = ccd.point_edge_step(x[st], dx[st], eta=(1.0 + 1e-9) * self.dhat / nearest).min()
+        # every pair keeps at least this fraction of its gap: the nearest one ends
+        # STOPPED_CLEARANCE x dhat from it
+        s = ccd.point_edge_step(x[st], dx[st], eta=STOPPED_CLEARANCE * self.dhat / nearest).min()
         return x + share * s * dx
 
     def staying(self, target, x, groups):
