@@ -703,9 +703,10 @@ class Simulation:
         """PrescribedMotion.first_round of a (sub)step of length h from x_prev: stopped colliders
         move on with their keys' motion over it, and towards their keys by its share of the step
         (split, a part moves less: the motion check's halves can part what the move would cross)."""
-        moving_on = MovingOn(
-            self._prescribed.targets(x_prev, self.time), min(1.0, h / self._step_length), self._holding
-        )
+        # (their keys at the (sub)step's start: only when some collider is stopped, every
+        # (sub)step of every scene with colliders or pins comes here)
+        before = self._prescribed.targets(x_prev, self.time) if self._stopped_colliders else None
+        moving_on = MovingOn(before, min(1.0, h / self._step_length), self._holding)
         return self._prescribed.first_round(x_prev, target, self._stopped_colliders, moving_on)
 
     def _crosses(self, watch, x):
