@@ -13,9 +13,9 @@ squashed one) is *stopped* (``Simulation._stopping``;
 docs/design/10-prescribed-motion.md): from then on it stays where the bodies
 stopped it, fixed and not driven, until its straight move to its target is
 collision-free again and ends farther than dhat from everything, when it snaps there.
-Meanwhile, where it stands farther than ``stopped_gap`` x dhat from everything, it
-moves on towards its keys until dhat from the nearest, and with its keys' motion where that
-is clear (:meth:`PrescribedMotion.move_on`).
+Meanwhile it moves on, never to within dhat of anything: with its keys' motion where that
+is clear, and towards its keys where it stands farther than ``stopped_gap`` x dhat from
+everything, to STOPPED_CLEARANCE x dhat from the nearest body (:meth:`PrescribedMotion.move_on`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class PrescribedSettings:
     # (False: the step fails or squashes them; docs/design/10-prescribed-motion.md)
     stop_pressed: bool = True
     # a stopped collider farther than this x dhat from everything moves on along its straight move
-    # to its keys until dhat from the nearest (it stopped where it was at the step's start)
+    # to its keys, to STOPPED_CLEARANCE x dhat from the nearest (it stopped where it was at the
+    # step's start)
     stopped_gap: float = 2.0
 
 
@@ -139,12 +140,14 @@ class PrescribedMotion:
         within dhat of anything (at dhat the barrier is zero: it presses nothing):
 
         1. with its keys' motion of the (sub)step (how.keys_before to target), as far as that
-           is clear: keys that slide it sideways past the bodies take it along, offset by
-           where it stopped, until its straight move to them is clear;
+           is clear, when it stands outside dhat of everything (:meth:`_follow`): keys that
+           slide it sideways past the bodies take it along, offset by where it stopped, until
+           its straight move to them is clear;
         2. then along its straight move to its keys, when it stands farther than
-           ``stopped_gap`` x dhat from everything, by how.share of the way to dhat from the
-           nearest body: it stopped where it was at the start of the step that stopped it, up
-           to a step of its keyed motion from the bodies, and closes that gap.
+           ``stopped_gap`` x dhat from everything near its way, by how.share of the way to
+           STOPPED_CLEARANCE x dhat from the nearest body (:meth:`_creep`): it stopped where
+           it was at the start of the step that stopped it, up to a step of its keyed motion
+           from the bodies, and closes that gap.
 
         Each is a translation, or nothing (keys that turn: part of the way would distort it).
         If the two together make a move that crosses something, the first alone is taken."""
@@ -208,9 +211,9 @@ class PrescribedMotion:
 
     def _creep(self, x, v, d, share, gap=None):
         """x with the vertices v moved by share of the part of the translation d that keeps
-        them outside dhat of everything (CCD), when they stand farther than ``stopped_gap`` x
-        dhat from everything near their way; x itself when they are nearer or d is no
-        translation."""
+        them STOPPED_CLEARANCE x dhat from everything (CCD), when they stand farther than gap
+        (``stopped_gap`` when None) x dhat from everything near their way; x itself when they
+        are nearer or d is no translation."""
         sweep = self._sweep(x, v, d)
         if sweep is None:
             return x
