@@ -14,8 +14,9 @@ docs/design/10-prescribed-motion.md): from then on it stays where the bodies
 stopped it, fixed and not driven, until its straight move to its target is
 collision-free again and ends farther than dhat from everything, when it snaps there.
 Meanwhile it moves on, never to within dhat of anything: with its keys' motion where that
-is clear, and towards its keys where it stands farther than ``stopped_gap`` x dhat from
-everything, to STOPPED_CLEARANCE x dhat from the nearest body (:meth:`PrescribedMotion.move_on`).
+is clear (out of dhat first, where it stopped pressing the bodies), and towards its keys
+where it stands farther than ``stopped_gap`` x dhat from everything, to STOPPED_CLEARANCE x
+dhat from the nearest body (:meth:`PrescribedMotion.move_on`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 from . import ccd
 from .broad_phase import Groups
 from .contacts import candidate_stencils
-from .distance import case_and_distance_sq
+from .distance import case_and_distance_sq, distance_sq_gradient
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,10 @@ class PrescribedMotion:
         1. with its keys' motion of the (sub)step (how.keys_before to target), as far as that
            is clear, when it stands outside dhat of everything (:meth:`_follow`): keys that
            slide it sideways past the bodies take it along, offset by where it stopped, until
-           its straight move to them is clear;
+           its straight move to them is clear.  Stopped within dhat of the bodies (pressing
+           them), it moves out of dhat first (:meth:`_lifted`), when that and the follow
+           together bring it nearer its keys along a straight move that crosses nothing (keys
+           that press on into the bodies leave it where it stopped);
         2. then along its straight move to its keys, when it stands farther than
            ``stopped_gap`` x dhat from everything near its way, by how.share of the way to
            STOPPED_CLEARANCE x dhat from the nearest body (:meth:`_creep`): it stopped where
@@ -154,11 +158,60 @@ class PrescribedMotion:
         v = self.model.kin_groups[gi].vertices
         start = x
         if how.keys_before is not None:
-            x = self._follow(x, v, target[v] - how.keys_before[v])
+            lifted = self._lifted(x, v)
+            x = self._follow(lifted, v, target[v] - how.keys_before[v])
+            # out of dhat only to follow its keys: not where they press it back to
+            if lifted is not start and (
+                not _nearer(x[v], start[v], target[v]) or self.blocked_vertices(start, x - start)[v].any()
+            ):
+                x = start
         y = self._creep(x, v, target[v] - x[v], how.share)
         if x is start or y is x or not self.blocked_vertices(start, y - start)[v].any():
             return y
         return x
+
+    def _lifted(self, x, v):
+        """x with the vertices v (a stopped collider) translated out to STOPPED_CLEARANCE x
+        dhat from the bodies it stands within dhat of, along the sum of the directions in
+        which those pairs' distances grow, when each of them grows that way (a collider
+        wedged between bodies stays) and the move crosses nothing and leaves every pair
+        farther than dhat apart; x itself otherwise, or when it is outside dhat of all.
+        The distance of a point to a segment is convex in a translation, so every such pair
+        ends at least as far as its rate of growth along the move takes it."""
+        m, dhat = self.model, self.dhat
+        moves = np.zeros(m.n, bool)
+        moves[v] = True
+        groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
+        st = candidate_stencils(m, x, x, dhat, groups=groups)
+        if not len(st):
+            return x
+        case, d2 = case_and_distance_sq(x[st])
+        near = d2 < dhat**2
+        if not near.any():
+            return x
+        dist = np.sqrt(d2[near])
+        # each pair's rate of growth per unit translation of the collider's vertices
+        g = distance_sq_gradient(x[st[near]], case[near]).reshape(-1, 3, 2)
+        rate = (g * moves[st[near]][:, :, None]).sum(axis=1) / (2.0 * dist[:, None])
+        n = rate.sum(axis=0)
+        if not np.hypot(*n) > 0.0:
+            return x
+        n /= np.hypot(*n)
+        along = rate @ n
+        if not np.all(along > 0.0):
+            return x
+        lift = float(((STOPPED_CLEARANCE * dhat - dist) / along).max()) * n
+        sweep = self._sweep(x, v, np.broadcast_to(lift, (len(v), 2)))
+        if sweep is None:
+            return x
+        dx, st = sweep
+        X, dX = x[st], dx[st]
+        if len(st) and not (
+            ccd.point_edge_step(X, dX).min() >= 1.0
+            and case_and_distance_sq(X + dX)[1].min() >= ((1.0 + 1e-9) * dhat) ** 2
+        ):
+            return x
+        return x + dx
 
     def _sweep(self, x, v, d):
         """(dx (N, 2): d (k, 2) on the vertices v, zero elsewhere; the point-edge stencils
@@ -301,3 +354,8 @@ class PrescribedMotion:
         d = m.plane_distances(x + dx)
         blocked[m.hp_points[np.any(d <= self.settings.plane_clearance * dhat, axis=1)]] = True
         return blocked
+
+
+def _nearer(y, x, target):
+    """Whether the vertices at y stand nearer their targets than at x (summed squares)."""
+    return float(np.sum((target - y) ** 2)) < float(np.sum((target - x) ** 2))

@@ -356,6 +356,37 @@ def test_a_lid_stopped_pressing_a_cube_stays_while_its_keys_press_on():
         assert max(st.rigid_strains) < RIGID_STRAIN_LIMIT
 
 
+def test_a_lid_stopped_pressing_a_cube_slides_off_it_with_its_keys():
+    """The lid of the test above, keyed 3 cm down over 0.3 s (stopped within dhat of the
+    cube, pressing it), then slid 0.6 m sideways at that height: it moves out of dhat and
+    slides along with its keys, and once past the cube returns onto them (it used to stay on
+    the cube for good, 0.6 m from its keys)."""
+    from solver.basis import RIGID_STRAIN_LIMIT
+
+    up = np.array([[-0.1, 0.058], [0.1, 0.058]])
+    down = up - np.array([0.0, 0.03])
+    side = down + np.array([0.6, 0.0])
+    keys = np.stack([up, down, down, side, side])
+    scene = _cube_between_walls(keys, [0.0, 0.3, 0.4, 0.6, 5.0])
+    dhat = scene.params.dhat
+    sim = Simulation(scene)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rows = []
+        for _ in range(70):
+            st = sim.step()
+            lid, cube = sim.collider_positions(0), sim.body_positions(0)
+            rows.append((st, float(lid[:, 1].min() - cube[:, 1].max())))
+    stopped = [k for k, (st, _) in enumerate(rows) if st.stopped_colliders]
+    first, last = stopped[0], stopped[-1]
+    assert stopped == list(range(first, last + 1))
+    assert rows[first][1] < dhat and rows[39][1] < dhat  # pressing the cube until the keys slide
+    assert last + 1 < len(rows) and 0.4 < rows[last + 1][0].time < 0.6  # back onto its keys as they slide
+    for st, _ in rows:
+        assert st.converged and st.min_distance > 0.0 and max(st.rigid_strains) < RIGID_STRAIN_LIMIT
+    np.testing.assert_allclose(sim.collider_positions(0), keys[-1], atol=1e-12)
+
+
 def test_a_hinged_lid_stopped_on_a_jammed_cube_keeps_its_length():
     """A lid hinged at its left end, keyed to turn 30 degrees down in 0.1 s onto a rigid cube
     held between two walls: stopped, it does not move on part of the way to its keys (that
