@@ -14,7 +14,7 @@ docs/design/10-prescribed-motion.md): from then on it stays where the bodies
 stopped it, fixed and not driven, until its straight move to its target is
 collision-free again and ends farther than dhat from everything, when it snaps there.
 Meanwhile it moves on, never to within dhat of anything: with its keys' motion where that
-is clear (out of dhat first, where it stopped pressing the bodies), and towards its keys
+is clear (gliding along the bodies where it stopped pressing them), and towards its keys
 where it stands farther than ``stopped_gap`` x dhat from everything, to STOPPED_CLEARANCE x
 dhat from the nearest body (:meth:`PrescribedMotion.move_on`).
 """
@@ -144,9 +144,9 @@ class PrescribedMotion:
            is clear, when it stands outside dhat of everything (:meth:`_follow`): keys that
            slide it sideways past the bodies take it along, offset by where it stopped, until
            its straight move to them is clear.  Stopped within dhat of the bodies (pressing
-           them), it moves out of dhat first (:meth:`_lifted`), when that and the follow
-           together bring it nearer its keys along a straight move that crosses nothing (keys
-           that press on into the bodies leave it where it stopped);
+           them), it glides along them at its distance instead (:meth:`_glide`), when that
+           brings it nearer its keys (keys that press on into the bodies leave it where it
+           stopped);
         2. then along its straight move to its keys, when it stands farther than
            ``stopped_gap`` x dhat from everything near its way, by how.share of the way to
            STOPPED_CLEARANCE x dhat from the nearest body (:meth:`_creep`): it stopped where
@@ -158,65 +158,69 @@ class PrescribedMotion:
         v = self.model.kin_groups[gi].vertices
         start = x
         if how.keys_before is not None:
-            lifted = self._lifted(x, v)
-            x = self._follow(lifted, v, target[v] - how.keys_before[v])
-            # out of dhat only to follow its keys: not where they press it back to
-            if lifted is not start and (
-                not _nearer(x[v], start[v], target[v]) or self.blocked_vertices(start, x - start)[v].any()
-            ):
-                x = start
+            x = self._follow(x, v, target[v] - how.keys_before[v])
+            if x is start and self._within_dhat(x, v):
+                x = self._glide(x, v, target[v] - how.keys_before[v])
+                if not _nearer(x[v], start[v], target[v]):
+                    x = start  # (keys that press on: it stays)
         y = self._creep(x, v, target[v] - x[v], how.share)
         if x is start or y is x or not self.blocked_vertices(start, y - start)[v].any():
             return y
         return x
 
-    def _lifted(self, x, v):
-        """x with the vertices v (a stopped collider) translated out to STOPPED_CLEARANCE x
-        dhat from the bodies it stands within dhat of, along the sum of the directions in
-        which those pairs' distances grow, when each of them grows that way (a collider
-        wedged between bodies stays) and the move crosses nothing and leaves every pair
-        farther than dhat apart; x itself otherwise, or when it is outside dhat of all.
-        The distance of a point to a segment is convex in a translation, so every such pair
-        ends at least as far as its rate of growth along the move takes it."""
-        m, dhat = self.model, self.dhat
-        moves = np.zeros(m.n, bool)
-        moves[v] = True
-        groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
-        st = candidate_stencils(m, x, x, dhat, groups=groups)
-        if not len(st):
-            return x
-        case, d2 = case_and_distance_sq(x[st])
-        near = d2 < dhat**2
-        if not near.any():
-            return x
-        dist = np.sqrt(d2[near])
-        # each pair's rate of growth per unit translation of the collider's vertices
-        g = distance_sq_gradient(x[st[near]], case[near]).reshape(-1, 3, 2)
-        rate = (g * moves[st[near]][:, :, None]).sum(axis=1) / (2.0 * dist[:, None])
-        n = rate.sum(axis=0)
-        if not np.hypot(*n) > 0.0:
-            return x
-        n /= np.hypot(*n)
-        along = rate @ n
-        if not np.all(along > 0.0):
-            return x
-        lift = float(((STOPPED_CLEARANCE * dhat - dist) / along).max()) * n
-        sweep = self._sweep(x, v, np.broadcast_to(lift, (len(v), 2)))
+    def _glide(self, x, v, d):
+        """x with the vertices v (a stopped collider within dhat of bodies, pressing them)
+        moved by the largest of d, d/2 ... d/16 (its keys' translation) that can be made with
+        the least added translation along one direction n that keeps every pair near it at
+        least as far apart as it is (and those farther than dhat outside dhat): it glides
+        along the bodies at its distance, neither pressing them harder nor giving way to
+        them.  n: the sum of the directions in which the pairs left too close grow apart; the
+        distance of a point to a segment is convex in a translation, so each of them ends at
+        least as far as its rate of growth along n takes it.  The move must cross nothing; x
+        itself when no part can be made."""
+        for k in range(5):
+            y = self._glided(x, v, d * 0.5**k)
+            if y is not None:
+                return y
+        return x
+
+    def _glided(self, x, v, d):
+        """:meth:`_glide`'s move for the translation d, or None when it cannot be made."""
+        sweep = self._sweep(x, v, d, pad=2.0 * self.dhat)
         if sweep is None:
-            return x
+            return None
         dx, st = sweep
-        X, dX = x[st], dx[st]
-        if len(st) and not (
-            ccd.point_edge_step(X, dX).min() >= 1.0
-            and case_and_distance_sq(X + dX)[1].min() >= ((1.0 + 1e-9) * dhat) ** 2
+        if not len(st):
+            return x + dx
+        X = x[st]
+        floor = np.minimum(np.sqrt(case_and_distance_sq(X)[1]), (1.0 + 1e-9) * self.dhat)
+        case, d2 = case_and_distance_sq(X + dx[st])
+        dist = np.sqrt(d2)
+        low = dist < floor
+        if low.any():
+            if not dist[low].min() > 0.0:
+                return None  # (touching: no direction to part them)
+            moves = np.zeros(len(x), bool)
+            moves[v] = True
+            g = distance_sq_gradient(X[low] + dx[st[low]], case[low]).reshape(-1, 3, 2)
+            rate = (g * moves[st[low]][:, :, None]).sum(axis=1) / (2.0 * dist[low, None])
+            n = rate.sum(axis=0)
+            along = rate @ n
+            if not (np.hypot(*n) > 0.0 and np.all(along > 0.0)):
+                return None  # wedged: no one direction parts them all
+            lift = float(((floor[low] - dist[low]) / along).max())
+            dx[v] += lift * n
+        if not (
+            ccd.point_edge_step(X, dx[st]).min() >= 1.0
+            and np.all(np.sqrt(case_and_distance_sq(X + dx[st])[1]) >= floor * (1.0 - 1e-12))
         ):
-            return x
+            return None
         return x + dx
 
-    def _sweep(self, x, v, d):
+    def _sweep(self, x, v, d, pad=None):
         """(dx (N, 2): d (k, 2) on the vertices v, zero elsewhere; the point-edge stencils
-        that come within STOPPED_CLEARANCE x dhat along the straight move x -> x + dx), or None
-        when d is not a translation or is zero."""
+        that come within pad (STOPPED_CLEARANCE x dhat when None) along the straight move
+        x -> x + dx), or None when d is not a translation or is zero."""
         # a translation to within what no one sees: its edges change by at most ptp(d) (keys of
         # a deforming collider come as float32 meshes: 1e-9 of its size would refuse them)
         if not np.abs(d).max() > 0.0 or np.ptp(d, axis=0).max() > 1e-3 * self.dhat:
@@ -227,13 +231,23 @@ class PrescribedMotion:
         moves = np.zeros(m.n, bool)
         moves[v] = True
         groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
-        return dx, candidate_stencils(m, x, x + dx, STOPPED_CLEARANCE * self.dhat, groups=groups)
+        pad = STOPPED_CLEARANCE * self.dhat if pad is None else pad
+        return dx, candidate_stencils(m, x, x + dx, pad, groups=groups)
+
+    def _within_dhat(self, x, v):
+        """Whether the vertices v stand within dhat of something."""
+        m = self.model
+        moves = np.zeros(m.n, bool)
+        moves[v] = True
+        groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
+        st = candidate_stencils(m, x, x, self.dhat, groups=groups)
+        return bool(len(st)) and bool(case_and_distance_sq(x[st])[1].min() < self.dhat**2)
 
     def _follow(self, x, v, d):
         """x with the vertices v moved by the largest part of the translation d found (halving,
         then bisecting: at most 2^-10 of it, else not moved) whose straight move crosses
         nothing and leaves every pair farther than dhat apart, when they are already (a
-        collider stopped within dhat of a body, pressing it, does not follow)."""
+        collider stopped within dhat of a body, pressing it, glides instead: :meth:`_glide`)."""
         sweep = self._sweep(x, v, d)
         if sweep is None:
             return x

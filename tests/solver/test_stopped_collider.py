@@ -387,6 +387,44 @@ def test_a_lid_stopped_pressing_a_cube_slides_off_it_with_its_keys():
     np.testing.assert_allclose(sim.collider_positions(0), keys[-1], atol=1e-12)
 
 
+def test_a_platform_stopped_under_a_cube_glides_under_it_without_giving_way():
+    """A wide platform keyed up 1 mm a step under a rigid cube held between walls under a
+    ceiling stops pressing it up; its keys then slide it sideways at that height, the cube
+    resting on it.  It glides along at the height where it stopped, the cube with it: it does
+    not give way to the cube's weight (moved out of dhat to follow, it sank 0.58 mm a step:
+    the fourth review)."""
+    from solver import Body, Collider, HalfPlane, Material, Scene, SimParams
+    from solver.basis import RIGID_STRAIN_LIMIT
+    from solver.examples import square_mesh
+
+    v, t = square_mesh(0.05, 2, center=(0.0, 0.068))
+    cube = Body("cube", v, t, Material(E=1e5, nu=0.4, density=1000.0, mu=0.3), kind="rigid")
+    low = np.array([[-1.5, 0.035], [1.5, 0.035]])
+    high = low + np.array([0.0, 0.03])
+    keys = np.stack([low, high, high, high + np.array([1.0, 0.0]), high + np.array([1.0, 0.0])])
+    platform = Collider("platform", low, np.array([[0, 1]]), np.array([0.0, 0.3, 0.4, 1.4, 5.0]), keys)
+    walls = (
+        HalfPlane((0.0, 0.1), (0.0, -1.0)),
+        HalfPlane((0.03, 0.0), (-1.0, 0.0)),
+        HalfPlane((-0.03, 0.0), (1.0, 0.0)),
+    )
+    p = SimParams(dt=DT, dhat=0.005, kappa=1e5, eps_v=1e-3, newton_tol=1e-2)
+    sim = Simulation(Scene(bodies=(cube,), colliders=(platform,), half_planes=walls, params=p))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rows = [
+            (sim.step(), sim.collider_positions(0).copy(), sim.body_positions(0).copy()) for _ in range(80)
+        ]
+    (st, at_stop, cube_at_stop), slid = rows[39], rows[40:]
+    assert st.stopped_colliders == ("platform",) and cube_at_stop[:, 1].min() - at_stop[0, 1] < p.dhat
+    for st, where, body in slid:
+        assert st.stopped_colliders == ("platform",) and st.converged and st.min_distance > 0.0
+        assert max(st.rigid_strains) < RIGID_STRAIN_LIMIT
+        np.testing.assert_allclose(where[:, 1], at_stop[:, 1], atol=1e-9)  # its height: where it stopped
+        np.testing.assert_allclose(body[:, 1], cube_at_stop[:, 1], atol=1e-6)
+    assert slid[-1][1][0, 0] - at_stop[0, 0] == pytest.approx(0.4, abs=1e-9)  # along with its keys
+
+
 def test_a_hinged_lid_stopped_on_a_jammed_cube_keeps_its_length():
     """A lid hinged at its left end, keyed to turn 30 degrees down in 0.1 s onto a rigid cube
     held between two walls: stopped, it does not move on part of the way to its keys (that
