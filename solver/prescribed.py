@@ -159,28 +159,26 @@ class PrescribedMotion:
         start = x
         if how.keys_before is not None:
             x = self._follow(x, v, target[v] - how.keys_before[v])
-            if x is start and self._within_dhat(x, v):
-                x = self._glide(x, v, target[v] - how.keys_before[v])
-                if not _nearer(x[v], start[v], target[v]):
-                    x = start  # (keys that press on: it stays)
+            if x is start and self._within_dhat(x, v):  # (keys that press on: it stays)
+                x = self._glide(x, v, target[v] - how.keys_before[v], target)
         y = self._creep(x, v, target[v] - x[v], how.share)
         if x is start or y is x or not self.blocked_vertices(start, y - start)[v].any():
             return y
         return x
 
-    def _glide(self, x, v, d):
+    def _glide(self, x, v, d, target):
         """x with the vertices v (a stopped collider within dhat of bodies, pressing them)
         moved by the largest of d, d/2 ... d/16 (its keys' translation) that can be made with
         the least added translation along one direction n that keeps every pair near it at
-        least as far apart as it is (and those farther than dhat outside dhat): it glides
-        along the bodies at its distance, neither pressing them harder nor giving way to
-        them.  n: the sum of the directions in which the pairs left too close grow apart; the
-        distance of a point to a segment is convex in a translation, so each of them ends at
-        least as far as its rate of growth along n takes it.  The move must cross nothing; x
-        itself when no part can be made."""
+        least as far apart as it is (and those farther than dhat outside dhat), and brings
+        them nearer their targets: it glides along the bodies at its distance, neither
+        pressing them harder nor giving way to them.  n: the sum of the directions in which
+        the pairs left too close grow apart; the distance of a point to a segment is convex
+        in a translation, so each of them ends at least as far as its rate of growth along n
+        takes it.  The whole move must cross nothing; x itself when no part can be made."""
         for k in range(5):
             y = self._glided(x, v, d * 0.5**k)
-            if y is not None:
+            if y is not None and _nearer(y[v], x[v], target[v]):
                 return y
         return x
 
@@ -193,7 +191,7 @@ class PrescribedMotion:
         if not len(st):
             return x + dx
         X = x[st]
-        floor = np.minimum(np.sqrt(case_and_distance_sq(X)[1]), (1.0 + 1e-9) * self.dhat)
+        floor = _floors(X, self.dhat)
         case, d2 = case_and_distance_sq(X + dx[st])
         dist = np.sqrt(d2)
         low = dist < floor
@@ -209,8 +207,14 @@ class PrescribedMotion:
             if not (np.hypot(*n) > 0.0 and np.all(along > 0.0)):
                 return None  # wedged: no one direction parts them all
             lift = float(((floor[low] - dist[low]) / along).max())
-            dx[v] += lift * n
-        if not (
+            # the whole move, lift and all, swept again: it may reach what d's way did not
+            sweep = self._sweep(x, v, d + lift * n, pad=2.0 * self.dhat)
+            if sweep is None:
+                return None  # (no move at all)
+            dx, st = sweep
+            X = x[st]
+            floor = _floors(X, self.dhat)
+        if len(st) and not (
             ccd.point_edge_step(X, dx[st]).min() >= 1.0
             and np.all(np.sqrt(case_and_distance_sq(X + dx[st])[1]) >= floor * (1.0 - 1e-12))
         ):
@@ -371,5 +375,12 @@ class PrescribedMotion:
 
 
 def _nearer(y, x, target):
-    """Whether the vertices at y stand nearer their targets than at x (summed squares)."""
-    return float(np.sum((target - y) ** 2)) < float(np.sum((target - x) ** 2))
+    """Whether the vertices at y stand nearer their targets than at x (summed squares), by
+    more than rounding (keys that press on glide it back to where it was, give or take ulps)."""
+    return float(np.sum((target - y) ** 2)) < (1.0 - 1e-9) * float(np.sum((target - x) ** 2))
+
+
+def _floors(X, dhat):
+    """(k,) how near the point-edge stencils X (k, 3, 2) may come: as near as they are
+    within dhat, dhat outside it."""
+    return np.minimum(np.sqrt(case_and_distance_sq(X)[1]), (1.0 + 1e-9) * dhat)

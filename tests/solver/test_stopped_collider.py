@@ -425,6 +425,56 @@ def test_a_platform_stopped_under_a_cube_glides_under_it_without_giving_way():
     assert slid[-1][1][0, 0] - at_stop[0, 0] == pytest.approx(0.4, abs=1e-9)  # along with its keys
 
 
+def test_a_gliding_lid_lifted_far_crosses_nothing_beyond_its_keys_way():
+    """A hook-shaped lid stopped over a finely meshed rigid cube (9 top vertices 0.5 dhat
+    under its top edge, its tip 0.95 dhat beside the cube's side), a second cube 3 dhat above
+    it; its keys' last step pushes it left into the side and a hair down, its keys far up to
+    the right.  Gliding lifts it along the sum of the pairs' directions (mostly the top's), far
+    from the keys' own short way: that whole move is checked against everything it passes
+    (checked only near the keys' way, it went 32 cm up through the upper cube: the fifth
+    review).  Audited against every pair: no crossing, nothing nearer than it was or than
+    dhat."""
+    from solver import Body, Collider, HalfPlane, Material, Scene, SimParams, ccd
+    from solver.broad_phase import Groups
+    from solver.contacts import candidate_stencils
+    from solver.distance import case_and_distance_sq
+    from solver.examples import square_mesh
+    from solver.prescribed import MovingOn
+
+    dhat, top = 0.005, 0.052
+    mat = Material(E=1e5, nu=0.4, density=1000.0, mu=0.3)
+    below = Body("below", *square_mesh(0.05, 8, center=(0.0, 0.027)), mat, kind="rigid")
+    above = Body("above", *square_mesh(0.04, 2, center=(-0.06, top + 3.5 * dhat + 0.02)), mat, kind="rigid")
+    hook = np.array(
+        [
+            (-0.1, top + 0.5 * dhat),
+            (0.045, top + 0.5 * dhat),
+            (0.045, 0.03325),
+            (0.025 + 0.95 * dhat, 0.03325),
+        ]
+    )
+    lid = Collider(
+        "lid", hook, np.array([[0, 1], [1, 2], [2, 3]]), np.array([0.0, 5.0]), np.stack([hook, hook])
+    )
+    p = SimParams(dt=DT, dhat=dhat, kappa=1e5, eps_v=1e-3, newton_tol=1e-2)
+    sim = Simulation(Scene(bodies=(below, above), colliders=(lid,), half_planes=(HalfPlane(),), params=p))
+    m, motion, x = sim.model, sim._prescribed, sim.x.copy()
+    v = m.kin_groups[0].vertices
+    target = x.copy()
+    target[v] += [0.15, 0.45]
+    keys_before = target.copy()
+    keys_before[v] -= np.array([-0.8, -0.05]) * dhat
+    assert motion.blocked_vertices(x, target - x)[v].any()  # its straight way: through the upper cube
+    y = motion.move_on(x, target, 0, MovingOn(keys_before, 0.5))
+    assert np.abs(y[v] - x[v]).max() > 0.5 * dhat  # it glided, lifted well past its keys' way
+    moves = np.zeros(m.n, bool)
+    moves[v] = True
+    st = candidate_stencils(m, x, y, 1.0, groups=Groups.moving(moves[m.points], moves[m.edges].any(axis=1)))
+    assert ccd.point_edge_step(x[st], (y - x)[st], eta=1e-6).min() == 1.0
+    before, after = (np.sqrt(case_and_distance_sq(z[st])[1]) for z in (x, y))
+    assert np.all(after >= np.minimum(before, dhat) * (1.0 - 1e-9))
+
+
 def test_a_hinged_lid_stopped_on_a_jammed_cube_keeps_its_length():
     """A lid hinged at its left end, keyed to turn 30 degrees down in 0.1 s onto a rigid cube
     held between two walls: stopped, it does not move on part of the way to its keys (that
