@@ -666,6 +666,12 @@ class Simulation:
                 "plane_friction": plane_friction(m, x_prev, self.kappa, p.dhat, mollifier),
                 "links": links.step_springs(m.links, self.link_active, x_prev, self.time, t_next),
             }
+            # the scene's start was placed, not solved: its contacts press with whatever the barrier
+            # gives where they were put (a body snapped within dhat of the ground: many times its
+            # weight), so the first solve takes no friction and friction is lagged at its solution
+            placed = self.time == 0.0 and bool(len(consts["pair_friction"]) or len(consts["plane_friction"]))
+            if placed:
+                consts.update(pair_friction=FrictionSet.empty(3), plane_friction=FrictionSet.empty(1))
             if field_step is not None:  # the fields' lagged force and drag (solver/fields.py)
                 consts.update(force=field_step.force, fields=field_step)
             if first is None:
@@ -677,7 +683,7 @@ class Simulation:
         if watch:
             crossing = motion_check.CrossingWatch.of_bodies(m, x_prev, fric_cs.idx[~fric_cs.pp], pairs)
             watcher = functools.partial(self._crosses, crossing)
-        r = self._newton_rounds(h, consts, target, penalty, (x, cs), watcher)
+        r = self._newton_rounds(h, consts, target, penalty, (x, cs), watcher, lag_first=placed)
         # r.x is Newton's last iterate, and r.contacts holds every pair within dhat of it
         wall = _time.perf_counter() - t_start
         unknowns = free_unknowns(m, r.fixed)
@@ -714,11 +720,12 @@ class Simulation:
         with self.timers("motion_check"):
             return watch.crosses(x)
 
-    def _newton_rounds(self, h, consts, target, penalty, start, watch=None):
+    def _newton_rounds(self, h, consts, target, penalty, start, watch=None, lag_first=False):
         """Newton's solves of a (sub)step of length h from start = (x, cs: every
         pair within dhat of x): one per penalty round of the prescribed vertices
         (first: penalty), each solved again with the friction taken at its
-        solution up to NewtonSettings.friction_lags times (a :class:`_Rounds`).
+        solution up to NewtonSettings.friction_lags times (a :class:`_Rounds`),
+        once more when lag_first (consts has no friction yet).
         watch: Newton's watch of every solve (one that stops ends the rounds)."""
         p = self.params
         x, cs = start
@@ -727,7 +734,7 @@ class Simulation:
             ip = self._potential(consts, penalized, penalty.k_pen)
         total_iters, min_alpha, converged = 0, 1.0, False
         newton = self._newton_for(h)
-        lags, settled = self.settings.newton.friction_lags, None
+        lags, settled = self.settings.newton.friction_lags + int(lag_first), None
         while True:
             budget = p.max_newton_iters - total_iters
             res = newton.solve(ip, x, fixed, budget, cs, settled=settled, watch=watch)
@@ -743,6 +750,8 @@ class Simulation:
                 if lagged is not None:
                     ip, lags = lagged, lags - 1
                     settled = max(self.settings.newton.friction_lag_tol, p.force_tol)
+                    if lag_first:  # from the step's start again: the frictionless solve slid
+                        (x, cs), settled, lag_first = start, None, False  # (out of static friction's hold)
                     continue
             settled = None
             x, penalty = self._prescribed.next_round(x, target, penalty)

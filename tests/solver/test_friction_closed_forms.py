@@ -287,3 +287,25 @@ def _tables(mollifier="linear"):
 if __name__ == "__main__":
     sys.path.insert(0, "tests/solver")
     _tables(*sys.argv[1:])
+
+
+@pytest.mark.parametrize("kind", ["deformable", "rigid"])
+@pytest.mark.parametrize("mu", [0.2, 0.5])
+def test_a_block_resting_at_the_start_and_thrown_slides_the_implicit_euler_distance(kind, mu):
+    """A block placed 0.5 dhat above the ground (where the add-on puts objects that touch at
+    the start; a contact gap of 0.1 mm, the add-on's for a 10 cm block) and thrown along it
+    at 1 m/s slides as far as implicit Euler's Coulomb block, flat.  Its first step's friction
+    came from the barrier's force where it was placed, many times its weight: it tipped onto
+    its leading edge and stopped within 2-37 mm (the audit's case)."""
+    from dataclasses import replace
+
+    p = SimParams(dhat=1e-4)
+    block = replace(_block((0.0, 0.5 * SIDE + 0.5 * p.dhat), mu=mu, velocity=(1.0, 0.0)), kind=kind)
+    ground = HalfPlane((0.0, 0.0), (0.0, 1.0), mu, "ground")
+    sim = Simulation(Scene(bodies=(block,), half_planes=(ground,), params=p))
+    x0 = sim.body_positions(0).mean(axis=0)[0]
+    for _ in range(round(1.5 / (mu * G) / p.dt)):
+        sim.step()
+        assert np.ptp(sim.body_positions(0)[:, 1]) < SIDE + 1e-4  # flat: no tipping
+    slid = sim.body_positions(0).mean(axis=0)[0] - x0
+    assert slid == pytest.approx(implicit_euler_stopping_distance(mu, 1.0, p.dt), rel=0.02)
