@@ -221,7 +221,8 @@ def _object_text(obj) -> str:
         "keyed" if f"ipc.{name}" in keyed else getattr(s, name)
         for name in ("youngs_modulus", "density", "friction")
     )
-    text = f"{obj.name}{s.role}{E}{s.poisson_ratio}{rho}{mu}{s.pin_group}"
+    nu = "" if s.body_type == "RIGID" else s.poisson_ratio  # a rigid body has no elastic energy
+    text = f"{obj.name}{s.role}{E}{nu}{rho}{mu}{s.pin_group}"
     text += f"{tuple(s.initial_velocity)}{s.initial_angular_velocity}"
     if s.stiffness_group:  # only then: bakes made before painted stiffness stay current
         text += f"{s.stiffness_group}{s.stiffness_min}{s.stiffness_max}"

@@ -608,6 +608,8 @@ def _check_edge_crossings(model, x, names):
     if cross.any():
         k = int(np.argmax(cross))
         a, b = names[model.owner[ea[k, 0]]], names[model.owner[eb[k, 0]]]
+        if model.owner[ea[k, 0]] == model.owner[eb[k, 0]]:  # two parts of one mesh
+            raise SolverInputError(f"body '{a}': a part of the mesh lies inside another part (self-overlap)")
         raise SolverInputError(f"'{a}' and '{b}' overlap at the start (boundary edges cross)")
 
 

@@ -143,7 +143,12 @@ def test_body_type_rigid_reaches_the_solver_and_the_signature():
     assert [b.kind for b in _job().solver_scene.bodies] == ["deformable", "deformable"]
     a.ipc.body_type = "RIGID"
     assert [b.kind for b in _job().solver_scene.bodies] == ["rigid", "deformable"]
-    assert signature._object_text(a) != before
+    rigid = signature._object_text(a)
+    assert rigid != before
+    a.ipc.poisson_ratio = 0.2  # not used by a rigid body: the bake stays current
+    assert _job().solver_scene.bodies[0].kind == "rigid" and signature._object_text(a) == rigid
+    a.ipc.youngs_modulus *= 10  # used (an all-rigid scene's contacts start from it)
+    assert signature._object_text(a) != rigid
 
 
 def test_body_type_stiff_and_its_modes_reach_the_solver_and_the_signature():

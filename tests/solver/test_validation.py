@@ -152,6 +152,10 @@ CASES = [
         r"blob.*other|other.*blob",
     ),  # overlapping
     (
+        lambda: with_body(vertices=np.concatenate([V, V + 0.05]), triangles=np.concatenate([T, T + len(V)])),
+        r"body 'blob'.*self-overlap",
+    ),  # two parts of one mesh crossing (it used to say "'blob' and 'blob' overlap")
+    (
         lambda: replace(base_scene(), bodies=(body("blob"), body("other", (0.205, 0.0)))),
         r"(blob.*other|other.*blob).*dhat",
     ),  # 0.005 < dhat apart
