@@ -130,9 +130,7 @@ class PrescribedMotion:
         m, v = self.model, self.model.kin_groups[gi].vertices
         y = x.copy()
         y[v] = target[v]
-        moves = np.zeros(m.n, bool)
-        moves[v] = True
-        groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
+        groups = self._moving_groups(v)
         st = candidate_stencils(m, y, y, self.dhat, groups=groups)
         return not len(st) or bool(np.all(case_and_distance_sq(y[st])[1] > self.dhat**2))
 
@@ -232,18 +230,21 @@ class PrescribedMotion:
         m = self.model
         dx = np.zeros_like(x)
         dx[v] = d
-        moves = np.zeros(m.n, bool)
-        moves[v] = True
-        groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
+        groups = self._moving_groups(v)
         pad = STOPPED_CLEARANCE * self.dhat if pad is None else pad
         return dx, candidate_stencils(m, x, x + dx, pad, groups=groups)
+
+    def _moving_groups(self, v):
+        """The broad phase's Groups of the primitives the vertices v move."""
+        m = self.model
+        moves = np.zeros(m.n, bool)
+        moves[v] = True
+        return Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
 
     def _within_dhat(self, x, v):
         """Whether the vertices v stand within dhat of something."""
         m = self.model
-        moves = np.zeros(m.n, bool)
-        moves[v] = True
-        groups = Groups.moving(moves[m.points], moves[m.edges].any(axis=1))
+        groups = self._moving_groups(v)
         st = candidate_stencils(m, x, x, self.dhat, groups=groups)
         return bool(len(st)) and bool(case_and_distance_sq(x[st])[1].min() < self.dhat**2)
 
